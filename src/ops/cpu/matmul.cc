@@ -1,0 +1,7 @@
+#include "ops/op.h"
+
+namespace onnx_genai {
+
+void register_matmul_cpu_kernels(OpRegistry& registry) {}
+
+}  // namespace onnx_genai
