@@ -7,10 +7,11 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include "core/function_ref.h"
 
 namespace onnx_genai {
 
@@ -27,7 +28,7 @@ class ThreadPool {
   // Calls fn(begin, end) over disjoint chunks covering [0, n). Chunks hold at least `min_chunk`
   // items so tiny loops stay on one thread. Blocks until every chunk has run. Not reentrant:
   // a nested call from inside fn runs inline.
-  void parallel_for(int64_t n, int64_t min_chunk, const std::function<void(int64_t, int64_t)>& fn);
+  void parallel_for(int64_t n, int64_t min_chunk, FunctionRef<void(int64_t, int64_t)> fn);
 
   // Number of times a worker went to sleep (tests use it to prove idle workers block).
   int64_t sleeps() const { return sleeps_.load(std::memory_order_relaxed); }
@@ -42,7 +43,7 @@ class ThreadPool {
   bool stop_ = false;
   // The current job; `generation_` changes each time a new job is published.
   std::atomic<uint64_t> generation_{0};
-  const std::function<void(int64_t, int64_t)>* job_ = nullptr;
+  const FunctionRef<void(int64_t, int64_t)>* job_ = nullptr;
   int64_t job_size_ = 0;
   int64_t chunk_ = 1;
   int64_t num_chunks_ = 0;
@@ -52,6 +53,16 @@ class ThreadPool {
   std::atomic<int64_t> sleeps_{0};
   std::mutex call_mutex_;  // one parallel_for at a time
 };
+
+// parallel_for on `pool`, or inline when `pool` is null (single-node evaluation, tests).
+inline void parallel_for(ThreadPool* pool, int64_t n, int64_t min_chunk,
+                         FunctionRef<void(int64_t, int64_t)> fn) {
+  if (pool != nullptr) {
+    pool->parallel_for(n, min_chunk, fn);
+  } else if (n > 0) {
+    fn(0, n);
+  }
+}
 
 // Number of hardware threads this process may use.
 int hardware_threads();

@@ -5,6 +5,8 @@
 
 namespace onnx_genai {
 
+std::string canonical_domain(const std::string& domain) { return domain == "ai.onnx" ? "" : domain; }
+
 std::string Node::describe() const {
   return op_type + " (node '" + name + "')";
 }

@@ -17,6 +17,9 @@ namespace onnx_genai {
 
 class Node;
 
+// Normalised operator domain: "ai.onnx" -> "".
+std::string canonical_domain(const std::string& domain);
+
 // One dimension of a declared shape: a number, a symbol ("batch"), or unknown.
 struct Dim {
   int64_t value = -1;  // >= 0 when known

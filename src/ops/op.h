@@ -78,6 +78,9 @@ struct OpSchema {
   std::vector<int> value_inputs;
   // >= 0: output 0 shares input `alias_input`'s storage (Reshape, Squeeze, Identity): no copy.
   int alias_input = -1;
+  // Outputs depend only on input shapes, never on input values (Shape, Size): always
+  // computable while planning.
+  bool reads_only_input_shapes = false;
 };
 
 // A tensor as a kernel sees it at run time: pointer, dtype and shape fixed by the plan.
@@ -154,8 +157,5 @@ class OpRegistry {
   std::map<std::pair<std::string, std::string>, OpSchema> schemas_;
   std::map<std::pair<std::string, std::string>, std::vector<KernelDef>> kernels_;
 };
-
-// Normalised domain: "ai.onnx" -> "".
-std::string canonical_domain(const std::string& domain);
 
 }  // namespace onnx_genai

@@ -6,6 +6,7 @@ void register_all_schemas(OpRegistry& registry) {
 #define OG_CALL(family) register_##family##_schemas(registry);
   OG_OP_FAMILIES(OG_CALL)
 #undef OG_CALL
+  register_control_flow_schemas(registry);
 }
 
 void register_all_cpu_kernels(OpRegistry& registry) {

@@ -5,8 +5,6 @@
 
 namespace onnx_genai {
 
-std::string canonical_domain(const std::string& domain) { return domain == "ai.onnx" ? "" : domain; }
-
 OpRegistry& OpRegistry::instance() {
   static OpRegistry* registry = [] {
     auto* r = new OpRegistry();

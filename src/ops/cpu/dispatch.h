@@ -2,6 +2,9 @@
 //   return dispatch_dtype<float, Float16, BFloat16>(dtype, [&]<typename T>() { ...; return Status::ok(); });
 #pragma once
 
+#include <type_traits>
+#include <vector>
+
 #include "onnx_genai/dtype.h"
 #include "onnx_genai/status.h"
 
@@ -9,8 +12,9 @@ namespace onnx_genai {
 
 template <typename... Ts, typename F>
 Status dispatch_dtype(DType dtype, F&& fn) {
-  Status result = OG_ERROR("no kernel instantiation for dtype ", dtype_name(dtype));
-  (void)((dtype == DTypeOf<Ts>::value ? (result = fn.template operator()<Ts>(), true) : false) || ...);
+  Status result;  // the error is built only on a miss: kernels call this on every run
+  const bool matched = ((dtype == DTypeOf<Ts>::value ? (result = fn.template operator()<Ts>(), true) : false) || ...);
+  if (!matched) return OG_ERROR("no kernel instantiation for dtype ", dtype_name(dtype));
   return result;
 }
 

@@ -1,0 +1,77 @@
+// Session: an ONNX model loaded, checked and ready to run on the CPU.
+//
+//   auto session = Session::load("model.onnx").value();
+//   auto outputs = session->run_named({{"input_ids", ids}, {"attention_mask", mask}});
+//
+// The first run with a new set of input shapes compiles an execution plan (shape inference,
+// kernel selection, static memory plan); later runs with the same shapes replay it.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "onnx_genai/status.h"
+#include "onnx_genai/tensor.h"
+
+namespace onnx_genai {
+
+struct Model;
+
+struct SessionOptions {
+  int num_threads = 0;           // intra-op threads including the caller; 0 = all cores
+  size_t max_cached_plans = 16;  // least recently used plans beyond this are dropped
+};
+
+struct IoInfo {
+  std::string name;
+  DType dtype = DType::kUndefined;
+  // Declared dims: >= 0 fixed, -1 symbolic or unknown (see `symbols`).
+  std::vector<int64_t> dims;
+  std::vector<std::string> symbols;  // per dim, the symbol name or ""
+  bool rank_known = false;
+};
+
+struct SessionStats {
+  int64_t plans_compiled = 0;
+  int64_t plan_cache_hits = 0;
+  int64_t runs = 0;
+  int64_t arena_bytes = 0;            // current arena size (max over cached plans)
+  int64_t last_plan_arena_bytes = 0;  // memory plan of the plan used last
+  int64_t last_plan_requested_bytes = 0;  // what that plan would use without buffer reuse
+  int64_t last_plan_steps = 0;
+  int64_t nodes_folded = 0;
+  int64_t initializer_bytes_mapped = 0;
+  int64_t initializer_bytes_copied = 0;
+};
+
+class Session {
+ public:
+  static Result<std::unique_ptr<Session>> load(const std::string& path, const SessionOptions& options = {});
+  static Result<std::unique_ptr<Session>> create(std::shared_ptr<Model> model, const SessionOptions& options = {});
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  const std::vector<IoInfo>& inputs() const;
+  const std::vector<IoInfo>& outputs() const;
+
+  // Inputs by position, in inputs() order.
+  Result<std::vector<Tensor>> run(const std::vector<Tensor>& inputs);
+  // Inputs by name; every graph input must be given.
+  Result<std::vector<Tensor>> run_named(const std::map<std::string, Tensor>& inputs);
+  // Writes into `outputs`, reusing tensors whose dtype and shape already match (others are
+  // (re)allocated). Repeating a run with the same shapes and outputs allocates nothing.
+  Status run_into(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs);
+
+  SessionStats stats() const;
+  int num_threads() const;
+
+ private:
+  struct Impl;
+  explicit Session(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace onnx_genai

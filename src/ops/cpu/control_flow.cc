@@ -1,7 +1,0 @@
-#include "ops/op.h"
-
-namespace onnx_genai {
-
-void register_control_flow_cpu_kernels(OpRegistry& registry) {}
-
-}  // namespace onnx_genai

@@ -1,0 +1,242 @@
+#include "onnx_genai/session.h"
+
+#include <cstring>
+#include <list>
+#include <mutex>
+#include <unordered_map>
+
+#include "core/thread_pool.h"
+#include "onnx/model.h"
+#include "runtime/graph_passes.h"
+#include "runtime/plan.h"
+
+namespace onnx_genai {
+
+namespace {
+
+// Inputs whose values are part of the plan key must be small: the key holds their bytes.
+constexpr int64_t kMaxValueKeyedElements = 4096;
+
+IoInfo io_info(const Value& v) {
+  IoInfo info;
+  info.name = v.name;
+  info.dtype = v.dtype;
+  if (v.dims) {
+    info.rank_known = true;
+    for (const Dim& d : *v.dims) {
+      info.dims.push_back(d.known() ? d.value : -1);
+      info.symbols.push_back(d.symbol);
+    }
+  }
+  return info;
+}
+
+struct AlignedFree {
+  void operator()(void* p) const { std::free(p); }
+};
+
+}  // namespace
+
+struct Session::Impl {
+  std::shared_ptr<Model> model;
+  SessionOptions options;
+  std::unique_ptr<ThreadPool> pool;
+  PlannerGraph planner_graph;
+  std::vector<IoInfo> inputs, outputs;
+  SessionStats stats;
+
+  std::mutex mutex;  // one run at a time: plans and the arena are shared state
+  struct CacheEntry {
+    std::unique_ptr<ExecutionPlan> plan;
+    std::list<std::string>::iterator lru;
+  };
+  std::unordered_map<std::string, CacheEntry> plans;
+  std::list<std::string> lru;  // front = most recently used
+  std::unique_ptr<uint8_t, AlignedFree> arena;
+  int64_t arena_size = 0;
+  std::string key;  // reused buffer for the plan key
+  std::vector<std::pair<std::string_view, int64_t>> symbol_values;  // reused while binding
+
+  Status validate_inputs(const std::vector<Tensor>& given);
+  void build_key(const std::vector<Tensor>& given);
+  Result<ExecutionPlan*> plan_for(const std::vector<Tensor>& given);
+  Status ensure_arena(int64_t bytes);
+};
+
+Status Session::Impl::validate_inputs(const std::vector<Tensor>& given) {
+  if (given.size() != inputs.size()) {
+    return OG_ERROR("model expects ", inputs.size(), " inputs, got ", given.size());
+  }
+  symbol_values.clear();
+  for (size_t i = 0; i < given.size(); ++i) {
+    const IoInfo& want = inputs[i];
+    const Tensor& t = given[i];
+    if (!t.defined()) return OG_ERROR("input '", want.name, "' is missing");
+    if (t.device().type != DeviceType::kCpu) return OG_ERROR("input '", want.name, "' must be a CPU tensor");
+    if (want.dtype != DType::kUndefined && t.dtype() != want.dtype) {
+      return OG_ERROR("input '", want.name, "' has dtype ", dtype_name(t.dtype()), ", the model expects ",
+                      dtype_name(want.dtype));
+    }
+    if (!want.rank_known) continue;
+    if (t.rank() != static_cast<int>(want.dims.size())) {
+      return OG_ERROR("input '", want.name, "' has rank ", t.rank(), " (shape ", t.shape().to_string(),
+                      "), the model expects rank ", want.dims.size());
+    }
+    for (int d = 0; d < t.rank(); ++d) {
+      const int64_t declared = want.dims[static_cast<size_t>(d)];
+      const std::string& symbol = want.symbols[static_cast<size_t>(d)];
+      if (declared >= 0 && t.shape()[d] != declared) {
+        return OG_ERROR("input '", want.name, "' dim ", d, " is ", t.shape()[d], ", the model expects ", declared);
+      }
+      if (symbol.empty()) continue;
+      auto it = std::find_if(symbol_values.begin(), symbol_values.end(), [&](const auto& p) { return p.first == symbol; });
+      if (it == symbol_values.end()) {
+        symbol_values.emplace_back(symbol, t.shape()[d]);
+      } else if (it->second != t.shape()[d]) {
+        return OG_ERROR("input '", want.name, "' dim ", d, " ('", symbol, "') is ", t.shape()[d],
+                        " but another input bound '", symbol, "' to ", it->second);
+      }
+    }
+  }
+  return Status::ok();
+}
+
+void Session::Impl::build_key(const std::vector<Tensor>& given) {
+  key.clear();
+  auto put = [&](int64_t v) { key.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  for (size_t i = 0; i < given.size(); ++i) {
+    put(static_cast<int64_t>(given[i].dtype()));
+    put(given[i].rank());
+    for (int64_t d : given[i].shape().dims()) put(d);
+    if (planner_graph.value_keyed_inputs[i]) {
+      key.append(static_cast<const char*>(given[i].raw()), static_cast<size_t>(given[i].nbytes()));
+    }
+  }
+}
+
+Status Session::Impl::ensure_arena(int64_t bytes) {
+  if (bytes <= arena_size) return Status::ok();
+  const size_t rounded = static_cast<size_t>((bytes + 63) / 64 * 64);
+  void* p = std::aligned_alloc(64, rounded);
+  if (p == nullptr) return OG_ERROR("out of memory reserving a ", bytes, "-byte activation arena");
+  arena.reset(static_cast<uint8_t*>(p));
+  arena_size = static_cast<int64_t>(rounded);
+  stats.arena_bytes = arena_size;
+  return Status::ok();
+}
+
+Result<ExecutionPlan*> Session::Impl::plan_for(const std::vector<Tensor>& given) {
+  for (size_t i = 0; i < given.size(); ++i) {
+    if (planner_graph.value_keyed_inputs[i] && given[i].numel() > kMaxValueKeyedElements) {
+      return OG_ERROR("input '", inputs[i].name, "' decides output shapes by its values and is too large (",
+                      given[i].numel(), " elements) to plan for");
+    }
+  }
+  build_key(given);
+  auto it = plans.find(key);
+  if (it != plans.end()) {
+    lru.splice(lru.begin(), lru, it->second.lru);
+    ++stats.plan_cache_hits;
+    return it->second.plan.get();
+  }
+  OG_ASSIGN_OR_RETURN(std::unique_ptr<ExecutionPlan> plan, ExecutionPlan::compile(planner_graph, given, pool.get()));
+  OG_RETURN_IF_ERROR(ensure_arena(plan->arena_bytes()));
+  ++stats.plans_compiled;
+  if (plans.size() >= std::max<size_t>(1, options.max_cached_plans)) {
+    plans.erase(lru.back());
+    lru.pop_back();
+  }
+  lru.push_front(key);
+  ExecutionPlan* raw = plan.get();
+  plans.emplace(key, CacheEntry{std::move(plan), lru.begin()});
+  return raw;
+}
+
+Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Session::~Session() = default;
+
+Result<std::unique_ptr<Session>> Session::load(const std::string& path, const SessionOptions& options) {
+  OG_ASSIGN_OR_RETURN(std::shared_ptr<Model> model, load_onnx_model(path));
+  return create(std::move(model), options);
+}
+
+Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<Model> model, const SessionOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  impl->pool = std::make_unique<ThreadPool>(options.num_threads);
+  Graph& graph = *model->graph;
+  const std::string where = "preparing '" + model->path + "'";
+  Status supported = infer_types_and_check_support(graph);
+  if (!supported.is_ok()) return supported.with_context(where);
+  auto folded = fold_constants(graph, impl->pool.get());
+  if (!folded.is_ok()) return folded.status().with_context(where);
+  graph.eliminate_dead_nodes();
+  impl->stats.nodes_folded = *folded;
+  impl->stats.initializer_bytes_mapped = model->stats.initializer_bytes_mapped;
+  impl->stats.initializer_bytes_copied = model->stats.initializer_bytes_copied;
+
+  PlanTimeValues plan_time = find_plan_time_values(graph);
+  impl->planner_graph.graph = &graph;
+  impl->planner_graph.needed_at_plan_time = std::move(plan_time.values);
+  for (const Value* in : graph.inputs) {
+    impl->planner_graph.value_keyed_inputs.push_back(plan_time.graph_inputs.count(in) != 0);
+    impl->inputs.push_back(io_info(*in));
+  }
+  for (const Value* out : graph.outputs) impl->outputs.push_back(io_info(*out));
+  impl->model = std::move(model);
+  return std::unique_ptr<Session>(new Session(std::move(impl)));
+}
+
+const std::vector<IoInfo>& Session::inputs() const { return impl_->inputs; }
+const std::vector<IoInfo>& Session::outputs() const { return impl_->outputs; }
+SessionStats Session::stats() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->stats;
+}
+int Session::num_threads() const { return impl_->pool->num_threads(); }
+
+Status Session::run_into(const std::vector<Tensor>& given, std::vector<Tensor>& outputs) {
+  Impl& s = *impl_;
+  std::lock_guard lock(s.mutex);
+  OG_RETURN_IF_ERROR(s.validate_inputs(given));
+  OG_ASSIGN_OR_RETURN(ExecutionPlan* plan, s.plan_for(given));
+  const std::vector<TensorInfo>& infos = plan->output_infos();
+  outputs.resize(infos.size());
+  for (size_t i = 0; i < infos.size(); ++i) {
+    Tensor& out = outputs[i];
+    if (out.defined() && out.dtype() == infos[i].dtype && out.shape() == infos[i].shape &&
+        out.device().type == DeviceType::kCpu) {
+      continue;
+    }
+    OG_ASSIGN_OR_RETURN(out, Tensor::allocate(infos[i].dtype, infos[i].shape));
+  }
+  OG_RETURN_IF_ERROR(plan->run(given, outputs, s.arena.get(), s.pool.get()));
+  ++s.stats.runs;
+  s.stats.last_plan_arena_bytes = plan->memory().arena_bytes;
+  s.stats.last_plan_requested_bytes = plan->memory().requested_bytes;
+  s.stats.last_plan_steps = static_cast<int64_t>(plan->num_steps());
+  return Status::ok();
+}
+
+Result<std::vector<Tensor>> Session::run(const std::vector<Tensor>& given) {
+  std::vector<Tensor> outputs;
+  OG_RETURN_IF_ERROR(run_into(given, outputs));
+  return outputs;
+}
+
+Result<std::vector<Tensor>> Session::run_named(const std::map<std::string, Tensor>& named) {
+  std::vector<Tensor> ordered;
+  for (const IoInfo& in : impl_->inputs) {
+    auto it = named.find(in.name);
+    if (it == named.end()) return OG_ERROR("input '", in.name, "' is missing");
+    ordered.push_back(it->second);
+  }
+  for (const auto& [name, tensor] : named) {
+    if (std::none_of(impl_->inputs.begin(), impl_->inputs.end(), [&](const IoInfo& i) { return i.name == name; })) {
+      return OG_ERROR("the model has no input named '", name, "'");
+    }
+  }
+  return run(ordered);
+}
+
+}  // namespace onnx_genai
