@@ -1,7 +1,174 @@
+// CPU kernels for LayerNormalization, RMSNormalization and SimplifiedLayerNormalization.
+//
+// X is viewed as [rows, len] with len = X.shape[axis:] (normalised together). Each row is read
+// three times while it sits in L1/L2: sum (LayerNorm only), sum of squared deviations, then the
+// affine write y = (x - mean) * inv_std * scale (+ bias). Variance is two-pass (deviations from
+// the mean) rather than E[x^2] - mean^2, which cancels badly for rows with a large mean. f32
+// rows use the AVX-512 / AVX2 row kernels (ops/cpu/avx2/norm_rows_impl.h) or a scalar build;
+// other dtypes take row statistics in f64. scale / bias may repeat along leading axes
+// of the normalised shape (their period divides len). Rows are split across threads.
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+
+#include "core/cpu_features.h"
+#include "core/thread_pool.h"
+#include "ops/cpu/avx2/norm_rows.h"
+#include "ops/cpu/dispatch.h"
 #include "ops/op.h"
 
 namespace onnx_genai {
 
-void register_normalization_cpu_kernels(OpRegistry& registry) {}
+namespace {
+
+constexpr int64_t kMinChunkElems = int64_t{1} << 15;
+
+// Scalar row kernels for CPUs without AVX2; sums in f64 since one f32 accumulator drifts over
+// wide rows.
+float scalar_sum(const float* x, int64_t n) {
+  double s = 0;
+  for (int64_t i = 0; i < n; ++i) s += x[i];
+  return static_cast<float>(s);
+}
+float scalar_sum_sq_dev(const float* x, float mean, int64_t n) {
+  double s = 0;
+  for (int64_t i = 0; i < n; ++i) s += (static_cast<double>(x[i]) - mean) * (static_cast<double>(x[i]) - mean);
+  return static_cast<float>(s);
+}
+void scalar_affine(const float* x, float mean, float inv_std, const float* scale, const float* bias, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mean) * inv_std * scale[i] + (bias != nullptr ? bias[i] : 0.0f);
+}
+const NormRowKernels kScalarNormRowKernels{scalar_sum, scalar_sum_sq_dev, scalar_affine};
+
+struct RowStats {
+  double mean;
+  double inv_std;
+};
+
+// Centred (LayerNorm) or uncentred (RMS) statistics of one row of any float dtype.
+template <bool Centred, typename T>
+RowStats row_stats(const T* x, int64_t n, double epsilon, const NormRowKernels& k) {
+  if constexpr (std::is_same_v<T, float>) {
+    const float mean = Centred ? k.sum(x, n) / static_cast<float>(n) : 0.0f;
+    const float var = k.sum_sq_dev(x, mean, n) / static_cast<float>(n);
+    return {mean, 1.0 / std::sqrt(static_cast<double>(var) + epsilon)};
+  } else {
+    // The slow path (16-bit floats, f64) sums in f64.
+    double mean = 0;
+    if (Centred) {
+      for (int64_t i = 0; i < n; ++i) mean += static_cast<double>(load(x[i]));
+      mean /= static_cast<double>(n);
+    }
+    double var = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const double d = static_cast<double>(load(x[i])) - mean;
+      var += d * d;
+    }
+    var /= static_cast<double>(n);
+    return {mean, 1.0 / std::sqrt(var + epsilon)};
+  }
+}
+
+template <bool Centred>
+class NormKernel final : public OpKernel {
+ public:
+  Status prepare(PrepareContext& ctx) override {
+    const Shape& x = ctx.input(0).shape;
+    const int axis = normalize_axis(ctx.attrs().get_int("axis", -1), x.rank());
+    if (axis < 0) return ctx.fail("axis out of range");
+    rows_ = x.numel(0, axis);
+    len_ = x.numel(axis, x.rank());
+    scale_period_ = ctx.input(1).shape.numel();
+    bias_period_ = ctx.has_input(2) ? ctx.input(2).shape.numel() : len_;
+    // Both periods divide len (checked by the schema); a segment is the shorter one.
+    segment_ = std::min(scale_period_, bias_period_);
+    if (len_ > 0 && (segment_ == 0 || len_ % scale_period_ != 0 || len_ % bias_period_ != 0)) {
+      return ctx.fail("scale/bias size does not divide the normalised size ", len_);
+    }
+    epsilon_ = ctx.attrs().get_float("epsilon", 1e-5f);
+    // LayerNorm: outputs Y, Mean, InvStdDev. RMS norms: Y and (Simplified only) inv_std_var.
+    mean_output_ = Centred ? 1 : -1;
+    inv_std_output_ = Centred ? 2 : 1;
+    rows_kernels_ = &best_norm_row_kernels();
+    return Status::ok();
+  }
+
+  Status run(const KernelContext& ctx) const override {
+    if (rows_ * len_ == 0) return Status::ok();
+    return dispatch_dtype<float, Float16, BFloat16, double>(ctx.input(0).dtype, [&]<typename T>() {
+      const T* x = ctx.input(0).ptr<const T>();
+      const T* scale = ctx.input(1).ptr<const T>();
+      const T* bias = ctx.has_input(2) ? ctx.input(2).ptr<const T>() : nullptr;
+      T* y = ctx.output(0).ptr<T>();
+      float* mean_out = stats_output(ctx, mean_output_);
+      float* inv_out = stats_output(ctx, inv_std_output_);
+      const int64_t len = len_;
+      parallel_for(ctx.pool, rows_, std::max<int64_t>(1, kMinChunkElems / len), [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+          const RowStats s = row_stats<Centred>(x + r * len, len, epsilon_, *rows_kernels_);
+          if (mean_out != nullptr) mean_out[r] = static_cast<float>(s.mean);
+          if (inv_out != nullptr) inv_out[r] = static_cast<float>(s.inv_std);
+          write_row(x + r * len, scale, bias, s, y + r * len);
+        }
+      });
+      return Status::ok();
+    });
+  }
+
+ private:
+  static float* stats_output(const KernelContext& ctx, int index) {
+    return index >= 0 && index < static_cast<int>(ctx.outputs.size()) ? ctx.output(index).ptr<float>() : nullptr;
+  }
+
+  // y = (x - mean) * inv_std * scale (+ bias), one scale/bias segment at a time.
+  template <typename T>
+  void write_row(const T* x, const T* scale, const T* bias, RowStats s, T* y) const {
+    for (int64_t j = 0; j < len_; j += segment_) {
+      const T* sc = scale + j % scale_period_;
+      const T* bi = bias != nullptr ? bias + j % bias_period_ : nullptr;
+      if constexpr (std::is_same_v<T, float>) {
+        rows_kernels_->affine(x + j, static_cast<float>(s.mean), static_cast<float>(s.inv_std), sc, bi, y + j, segment_);
+      } else {
+        using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
+        const A mean = static_cast<A>(s.mean), inv = static_cast<A>(s.inv_std);
+        for (int64_t i = 0; i < segment_; ++i) {
+          A v = (static_cast<A>(load(x[j + i])) - mean) * inv * static_cast<A>(load(sc[i]));
+          if (bi != nullptr) v += static_cast<A>(load(bi[i]));
+          y[j + i] = store<T>(static_cast<compute_t<T>>(v));
+        }
+      }
+    }
+  }
+
+  int64_t rows_ = 0, len_ = 0, scale_period_ = 1, bias_period_ = 1, segment_ = 1;
+  double epsilon_ = 1e-5;
+  int mean_output_ = -1, inv_std_output_ = -1;
+  const NormRowKernels* rows_kernels_ = nullptr;
+};
+
+template <bool Centred>
+void add_kernel(OpRegistry& registry, const char* domain, const char* op) {
+  KernelDef def;
+  def.domain = domain;
+  def.op_type = op;
+  def.dtypes = float_dtypes();
+  def.create = [](const Node&) -> std::unique_ptr<OpKernel> { return std::make_unique<NormKernel<Centred>>(); };
+  registry.add_kernel(std::move(def));
+}
+
+}  // namespace
+
+const NormRowKernels& best_norm_row_kernels() {
+  const CpuFeatures& cpu = cpu_features();
+  if (cpu.avx512) return avx512::norm_row_kernels();
+  if (cpu.avx2) return avx2::norm_row_kernels();
+  return kScalarNormRowKernels;
+}
+
+void register_normalization_cpu_kernels(OpRegistry& registry) {
+  add_kernel<true>(registry, "", "LayerNormalization");
+  add_kernel<false>(registry, "", "RMSNormalization");
+  add_kernel<false>(registry, "com.microsoft", "SimplifiedLayerNormalization");
+}
 
 }  // namespace onnx_genai

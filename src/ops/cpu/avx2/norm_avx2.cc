@@ -1,0 +1,8 @@
+// The AVX2 build of the normalization row kernels (compiled with the AVX2 flags, cmake/simd.cmake).
+#include "ops/cpu/avx2/norm_rows_impl.h"
+
+namespace onnx_genai::avx2 {
+
+const NormRowKernels& norm_row_kernels() { return simd::kNormRowKernels; }
+
+}  // namespace onnx_genai::avx2

@@ -1,0 +1,10 @@
+// The avx512 build of the SIMD elementwise kernels in ops/cpu/elementwise.h (compiled with the
+// avx512 flags from cmake/simd.cmake; callers reach it through vec_math() / arith_f32()).
+#include "ops/cpu/elementwise.h"
+
+namespace onnx_genai::avx512 {
+
+VecMathFn vec_math(VecMathOp op) { return simd::vec_math_table(op); }
+BinarySpanFn arith_f32(ArithOp op) { return simd::arith_table(op); }
+
+}  // namespace onnx_genai::avx512
