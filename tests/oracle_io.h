@@ -1,0 +1,178 @@
+// Runs a model in ONNX Runtime (tests/oracle/ort_run.mjs on onnxruntime-node) from C++ tests, so
+// our Session's outputs can be compared with an independent implementation.
+//
+//   auto ort = run_onnx_runtime("model.onnx", {{"input_ids", ids}});
+//   ASSERT_TRUE(ort.is_ok()) << ort.status().message();   // fails, never skips, without Node/ORT
+//
+// Tensors cross the process boundary as a folder: manifest.json = [{name, dtype, dims, file}] plus
+// raw little-endian files (the format ort_run.mjs documents). Targets including this header
+// define OG_SOURCE_DIR (the repository root) and link nlohmann_json.
+#pragma once
+
+#ifndef OG_SOURCE_DIR
+#error "define OG_SOURCE_DIR as the repository root to use oracle_io.h"
+#endif
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "onnx_genai/status.h"
+#include "onnx_genai/tensor.h"
+
+namespace onnx_genai::testing {
+
+struct NamedTensor {
+  std::string name;
+  Tensor tensor;
+};
+
+// A fresh directory under the system temp folder, removed with everything in it on destruction.
+class ScopedTempDir {
+ public:
+  ScopedTempDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "og_test_XXXXXX").string();
+    if (mkdtemp(pattern.data()) != nullptr) path_ = pattern;
+  }
+  ~ScopedTempDir() {
+    std::error_code ignored;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ignored);
+  }
+  ScopedTempDir(const ScopedTempDir&) = delete;
+  ScopedTempDir& operator=(const ScopedTempDir&) = delete;
+  bool valid() const { return !path_.empty(); }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// Quotes `text` for /bin/sh as one word.
+inline std::string shell_quote(const std::string& text) {
+  std::string quoted = "'";
+  for (char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+inline Result<std::string> read_text_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return OG_ERROR("cannot open ", path.string());
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+struct CommandResult {
+  int exit_code = -1;  // the process's exit status; -1 when it did not exit normally
+  std::string out;     // stdout
+  std::string err;     // stderr
+};
+
+// Runs `command` through /bin/sh with stdout and stderr captured in files under `scratch`.
+inline Result<CommandResult> run_command(const std::string& command, const std::filesystem::path& scratch) {
+  const auto out_path = scratch / "command_stdout.txt";
+  const auto err_path = scratch / "command_stderr.txt";
+  const int status = std::system((command + " >" + shell_quote(out_path.string()) + " 2>" +
+                                  shell_quote(err_path.string())).c_str());
+  if (status == -1) return OG_ERROR("cannot start a shell for: ", command);
+  CommandResult result;
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  OG_ASSIGN_OR_RETURN(result.out, read_text_file(out_path));
+  OG_ASSIGN_OR_RETURN(result.err, read_text_file(err_path));
+  return result;
+}
+
+// onnxruntime-node's dtype names; bfloat16 is absent because onnxruntime-node 1.30 lacks it.
+inline const std::vector<std::pair<DType, std::string>>& ort_dtype_names() {
+  static const std::vector<std::pair<DType, std::string>> names = {
+      {DType::kF32, "float32"}, {DType::kF16, "float16"}, {DType::kI64, "int64"}, {DType::kI32, "int32"},
+      {DType::kBool, "bool"},   {DType::kU8, "uint8"},    {DType::kI8, "int8"}};
+  return names;
+}
+
+inline Status write_tensor_dir(const std::filesystem::path& dir, const std::vector<NamedTensor>& tensors) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return OG_ERROR("cannot create ", dir.string(), ": ", ec.message());
+  nlohmann::json manifest = nlohmann::json::array();
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const auto& [name, tensor] = tensors[i];
+    std::string dtype;
+    for (const auto& [d, ort_name] : ort_dtype_names()) {
+      if (d == tensor.dtype()) dtype = ort_name;
+    }
+    if (dtype.empty()) return OG_ERROR("tensor '", name, "': ONNX Runtime oracle has no ", dtype_name(tensor.dtype()));
+    const std::string file = "input_" + std::to_string(i) + ".bin";
+    std::ofstream out(dir / file, std::ios::binary);
+    out.write(static_cast<const char*>(tensor.raw()), static_cast<std::streamsize>(tensor.nbytes()));
+    if (!out) return OG_ERROR("cannot write ", (dir / file).string());
+    manifest.push_back({{"name", name}, {"dtype", dtype}, {"dims", tensor.shape().dims()}, {"file", file}});
+  }
+  std::ofstream out(dir / "manifest.json");
+  out << manifest.dump(1);
+  return out ? Status::ok() : OG_ERROR("cannot write ", (dir / "manifest.json").string());
+}
+
+inline Result<NamedTensor> read_manifest_entry(const std::filesystem::path& dir, const nlohmann::json& entry) {
+  NamedTensor result;
+  result.name = entry.at("name").get<std::string>();
+  const std::string dtype = entry.at("dtype").get<std::string>();
+  DType type = DType::kUndefined;
+  for (const auto& [d, ort_name] : ort_dtype_names()) {
+    if (ort_name == dtype) type = d;
+  }
+  if (type == DType::kUndefined) return OG_ERROR("tensor '", result.name, "' has unknown dtype ", dtype);
+  OG_ASSIGN_OR_RETURN(result.tensor, Tensor::allocate(type, Shape(entry.at("dims").get<std::vector<int64_t>>())));
+  OG_ASSIGN_OR_RETURN(std::string bytes, read_text_file(dir / entry.at("file").get<std::string>()));
+  if (static_cast<int64_t>(bytes.size()) != result.tensor.nbytes()) {
+    return OG_ERROR("tensor '", result.name, "': file has ", bytes.size(), " bytes, expected ", result.tensor.nbytes());
+  }
+  std::copy(bytes.begin(), bytes.end(), static_cast<char*>(result.tensor.raw()));
+  return result;
+}
+
+inline Result<std::vector<NamedTensor>> read_tensor_dir(const std::filesystem::path& dir) {
+  OG_ASSIGN_OR_RETURN(std::string text, read_text_file(dir / "manifest.json"));
+  const nlohmann::json manifest = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!manifest.is_array()) return OG_ERROR((dir / "manifest.json").string(), ": not a JSON array");
+  std::vector<NamedTensor> tensors;
+  for (const auto& entry : manifest) {
+    if (!entry.is_object() || !entry.contains("name") || !entry.contains("dtype") || !entry.contains("dims") ||
+        !entry.contains("file")) {
+      return OG_ERROR((dir / "manifest.json").string(), ": entry lacks name, dtype, dims or file");
+    }
+    OG_ASSIGN_OR_RETURN(NamedTensor tensor, read_manifest_entry(dir, entry));
+    tensors.push_back(std::move(tensor));
+  }
+  return tensors;
+}
+
+// Runs `model_path` in ONNX Runtime on `inputs`; returns every model output in the model's order.
+inline Result<std::vector<NamedTensor>> run_onnx_runtime(const std::string& model_path,
+                                                         const std::vector<NamedTensor>& inputs, int threads = 1) {
+  ScopedTempDir scratch;
+  if (!scratch.valid()) return OG_ERROR("cannot create a temporary directory for the ONNX Runtime oracle");
+  OG_RETURN_IF_ERROR(write_tensor_dir(scratch.path() / "in", inputs));
+  const std::string script = std::string(OG_SOURCE_DIR) + "/tests/oracle/ort_run.mjs";
+  const std::string command = "node " + shell_quote(script) + " " + shell_quote(model_path) + " " +
+                              shell_quote((scratch.path() / "in").string()) + " " +
+                              shell_quote((scratch.path() / "out").string()) + " --threads " + std::to_string(threads);
+  OG_ASSIGN_OR_RETURN(CommandResult run, run_command(command, scratch.path()));
+  if (run.exit_code != 0) {
+    std::string why = run.err.empty() ? run.out : run.err;
+    while (!why.empty() && why.back() == '\n') why.pop_back();
+    why = why.substr(why.rfind('\n') + 1);  // the last line carries the reason
+    return OG_ERROR("ONNX Runtime oracle failed (exit ", run.exit_code, "): ", why,
+                    run.exit_code == 127 ? " (is Node.js installed? run scripts/install-deps)" : "");
+  }
+  return read_tensor_dir(scratch.path() / "out");
+}
+
+}  // namespace onnx_genai::testing
