@@ -1,5 +1,5 @@
 // Helpers shared by the data-movement op tests (shape, gather, concat_split, slice, layout,
-// generator): small tensor builders and a reader for output values.
+// generator): small tensor builders (values_of is in ops/op_test_util.h).
 #pragma once
 
 #include <numeric>
@@ -24,10 +24,5 @@ inline Tensor i64s(std::vector<int64_t> v) {
 }
 
 inline Tensor i64_scalar(int64_t v) { return Tensor::scalar_i64(v); }
-
-template <typename T>
-std::vector<T> values_of(const Tensor& t) {
-  return std::vector<T>(t.data<T>(), t.data<T>() + t.numel());
-}
 
 }  // namespace onnx_genai::testing

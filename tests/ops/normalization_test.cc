@@ -12,17 +12,6 @@
 namespace onnx_genai::testing {
 namespace {
 
-Tensor f32(Shape shape, std::vector<float> v) { return Tensor::from_vector<float>(std::move(shape), v); }
-template <typename T>
-std::vector<T> values(const Tensor& t) {
-  return std::vector<T>(t.data<T>(), t.data<T>() + t.numel());
-}
-template <typename T>
-Tensor cast_tensor(Shape shape, const std::vector<float>& v) {
-  std::vector<T> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = T(v[i]);
-  return Tensor::from_vector<T>(std::move(shape), out);
-}
 std::vector<float> random_floats(int64_t n, uint32_t seed, float mean = 0.0f) {
   std::mt19937 gen(seed);
   std::normal_distribution<float> dist(mean, 2.0f);
@@ -67,11 +56,11 @@ TEST(LayerNorm, SmallRowByHandWithStatistics) {
   auto out = call.run({f32({1, 4}, {1, 2, 3, 4}), f32({4}, {1, 2, 1, 1}), f32({4}, {0, 0, 1, -1})});
   ASSERT_TRUE(out) << out.status().message();
   const float inv = 1.0f / std::sqrt(1.25f + 1e-5f);
-  expect_near_all(values<float>((*out)[0]), {-1.5f * inv, -0.5f * inv * 2, 0.5f * inv + 1, 1.5f * inv - 1}, 1e-6f);
+  expect_near_all(values_of<float>((*out)[0]), {-1.5f * inv, -0.5f * inv * 2, 0.5f * inv + 1, 1.5f * inv - 1}, 1e-6f);
   EXPECT_EQ((*out)[1].shape(), (Shape{1, 1}));
   EXPECT_EQ((*out)[1].dtype(), DType::kF32);
-  expect_near_all(values<float>((*out)[1]), {2.5f}, 1e-7f);
-  expect_near_all(values<float>((*out)[2]), {inv}, 1e-6f);
+  expect_near_all(values_of<float>((*out)[1]), {2.5f}, 1e-7f);
+  expect_near_all(values_of<float>((*out)[2]), {inv}, 1e-6f);
 }
 
 TEST(LayerNorm, AxisAndNegativeAxisOverSeveralDims) {
@@ -82,9 +71,9 @@ TEST(LayerNorm, AxisAndNegativeAxisOverSeveralDims) {
     auto out = call.run({f32({2, 3, 5}, x), f32({3, 5}, scale), f32({3, 5}, bias)});
     ASSERT_TRUE(out) << out.status().message();
     std::vector<double> inv;
-    expect_close(values<float>((*out)[0]), reference(x, 15, scale, bias, 0.1f, true, &inv), 1e-5);
+    expect_close(values_of<float>((*out)[0]), reference(x, 15, scale, bias, 0.1f, true, &inv), 1e-5);
     EXPECT_EQ((*out)[2].shape(), (Shape{2, 1, 1}));
-    expect_close(values<float>((*out)[2]), inv, 1e-6);
+    expect_close(values_of<float>((*out)[2]), inv, 1e-6);
   }
 }
 
@@ -95,7 +84,7 @@ TEST(LayerNorm, WideRowsLargeMeanAndThreads) {
   ThreadPool pool(4);
   auto out = OpCall("LayerNormalization", 17).run({f32({rows, len}, x), f32({len}, scale), f32({len}, bias)}, &pool);
   ASSERT_TRUE(out) << out.status().message();
-  expect_close(values<float>((*out)[0]), reference(x, len, scale, bias, 1e-5f, true), 5e-4);
+  expect_close(values_of<float>((*out)[0]), reference(x, len, scale, bias, 1e-5f, true), 5e-4);
 }
 
 TEST(LayerNorm, NoBiasAndOtherDtypes) {
@@ -111,7 +100,7 @@ TEST(LayerNorm, NoBiasAndOtherDtypes) {
                .run({Tensor::from_vector<double>({2, 3}, std::vector<double>(x.begin(), x.end())),
                      Tensor::from_vector<double>({3}, std::vector<double>(scale.begin(), scale.end()))});
   ASSERT_TRUE(d);
-  const std::vector<double> got = values<double>((*d)[0]);
+  const std::vector<double> got = values_of<double>((*d)[0]);
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-6);  // eps is an f32 attribute
 }
 
@@ -120,7 +109,7 @@ TEST(RMSNorm, MatchesDoubleReference) {
   const std::vector<float> x = random_floats(rows * len, 7), scale = random_floats(len, 8);
   auto out = OpCall("RMSNormalization", 23).attr_float("epsilon", 1e-6f).run({f32({rows, len}, x), f32({len}, scale)});
   ASSERT_TRUE(out) << out.status().message();
-  expect_close(values<float>((*out)[0]), reference(x, len, scale, {}, 1e-6f, false), 2e-5);
+  expect_close(values_of<float>((*out)[0]), reference(x, len, scale, {}, 1e-6f, false), 2e-5);
 }
 
 TEST(RMSNorm, AxisWithBroadcastScaleAndDtypes) {
@@ -129,7 +118,7 @@ TEST(RMSNorm, AxisWithBroadcastScaleAndDtypes) {
   auto out = OpCall("RMSNormalization", 23).attr_int("axis", -2).run({f32({2, 3, 5}, x), f32({1, 5}, scale)});
   ASSERT_TRUE(out) << out.status().message();
   const std::vector<double> want = reference(x, 15, scale, {}, 1e-5f, false);
-  expect_close(values<float>((*out)[0]), want, 1e-5);
+  expect_close(values_of<float>((*out)[0]), want, 1e-5);
   // f16: the reference sees the same f16-rounded inputs.
   const Tensor xh = cast_tensor<Float16>({2, 3, 5}, x), sh = cast_tensor<Float16>({5}, scale);
   auto h = OpCall("RMSNormalization", 23).attr_int("axis", 1).run({xh, sh});
@@ -143,13 +132,13 @@ TEST(SimplifiedLayerNorm, ContribOpGivesYAndInvStdVar) {
   auto out = call.attr_float("epsilon", 1e-6f).run({f32({3, 64}, x), f32({64}, scale)});
   ASSERT_TRUE(out) << out.status().message();
   std::vector<double> inv;
-  expect_close(values<float>((*out)[0]), reference(x, 64, scale, {}, 1e-6f, false, &inv), 1e-5);
+  expect_close(values_of<float>((*out)[0]), reference(x, 64, scale, {}, 1e-6f, false, &inv), 1e-5);
   EXPECT_EQ((*out)[1].shape(), (Shape{3, 1}));
-  expect_close(values<float>((*out)[1]), inv, 1e-6);
+  expect_close(values_of<float>((*out)[1]), inv, 1e-6);
   // Hand check: x = [3, 4], scale 1, eps 0: rms = sqrt(12.5).
   auto hand = OpCall("SimplifiedLayerNormalization", 1, "com.microsoft").attr_float("epsilon", 0.0f).run({f32({2}, {3, 4}), f32({2}, {1, 1})});
   ASSERT_TRUE(hand);
-  expect_near_all(values<float>((*hand)[0]), {3 / std::sqrt(12.5f), 4 / std::sqrt(12.5f)}, 1e-6f);
+  expect_near_all(values_of<float>((*hand)[0]), {3 / std::sqrt(12.5f), 4 / std::sqrt(12.5f)}, 1e-6f);
 }
 
 TEST(NormRowKernels, SimdBuildsMatchReference) {

@@ -52,6 +52,21 @@ class OpCall {
   Node node_;
 };
 
+inline Tensor f32(Shape shape, std::vector<float> v) { return Tensor::from_vector<float>(std::move(shape), v); }
+
+// `v` rounded to T (a 16-bit float type, or any type constructible from float).
+template <typename T>
+Tensor cast_tensor(Shape shape, const std::vector<float>& v) {
+  std::vector<T> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = T(v[i]);
+  return Tensor::from_vector<T>(std::move(shape), out);
+}
+
+template <typename T>
+std::vector<T> values_of(const Tensor& t) {
+  return std::vector<T>(t.data<T>(), t.data<T>() + t.numel());
+}
+
 template <typename T>
 std::vector<float> to_floats(const Tensor& t) {
   std::vector<float> out(static_cast<size_t>(t.numel()));

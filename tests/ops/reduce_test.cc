@@ -12,14 +12,9 @@
 namespace onnx_genai::testing {
 namespace {
 
-Tensor f32(Shape shape, std::vector<float> v) { return Tensor::from_vector<float>(std::move(shape), v); }
 Tensor i64(std::vector<int64_t> v) {
   const int64_t n = static_cast<int64_t>(v.size());
   return Tensor::from_vector<int64_t>(Shape{n}, v);
-}
-template <typename T>
-std::vector<T> values(const Tensor& t) {
-  return std::vector<T>(t.data<T>(), t.data<T>() + t.numel());
 }
 std::vector<float> random_floats(int64_t n, uint32_t seed, float lo = -3.0f, float hi = 3.0f) {
   std::mt19937 gen(seed);
@@ -27,12 +22,6 @@ std::vector<float> random_floats(int64_t n, uint32_t seed, float lo = -3.0f, flo
   std::vector<float> v(static_cast<size_t>(n));
   for (float& x : v) x = dist(gen);
   return v;
-}
-template <typename T>
-Tensor cast_tensor(Shape shape, const std::vector<float>& v) {
-  std::vector<T> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = T(v[i]);
-  return Tensor::from_vector<T>(std::move(shape), out);
 }
 
 // x = [[1, 2, 3], [4, 5, 6]]
@@ -53,17 +42,17 @@ TEST(Reduce, SumAlongLastAxisKeepdimsOnAndOff) {
   auto kept = reduce("ReduceSum", x23(), {1}, true);
   ASSERT_TRUE(kept) << kept.status().message();
   EXPECT_EQ(kept->shape(), (Shape{2, 1}));
-  EXPECT_EQ(values<float>(*kept), (std::vector<float>{6, 15}));
+  EXPECT_EQ(values_of<float>(*kept), (std::vector<float>{6, 15}));
   auto dropped = reduce("ReduceSum", x23(), {-1}, false);
   ASSERT_TRUE(dropped) << dropped.status().message();
   EXPECT_EQ(dropped->shape(), (Shape{2}));
-  EXPECT_EQ(values<float>(*dropped), (std::vector<float>{6, 15}));
+  EXPECT_EQ(values_of<float>(*dropped), (std::vector<float>{6, 15}));
 }
 
 TEST(Reduce, SumOldOpsetTakesAxesAttribute) {
   auto out = reduce("ReduceSum", x23(), {0}, false, 11);
   ASSERT_TRUE(out) << out.status().message();
-  EXPECT_EQ(values<float>(*out), (std::vector<float>{5, 7, 9}));
+  EXPECT_EQ(values_of<float>(*out), (std::vector<float>{5, 7, 9}));
 }
 
 TEST(Reduce, EveryOpByHand) {
@@ -86,7 +75,7 @@ TEST(Reduce, EveryOpByHand) {
   for (const Case& c : cases) {
     auto out = reduce(c.op, x23(), {1}, false);
     ASSERT_TRUE(out) << c.op << ": " << out.status().message();
-    expect_near_all(values<float>(*out), c.want, 1e-6f);
+    expect_near_all(values_of<float>(*out), c.want, 1e-6f);
   }
 }
 
@@ -94,32 +83,32 @@ TEST(Reduce, L1UsesAbsoluteValuesAndMaxSeesNegatives) {
   Tensor x = f32({4}, {-1, -5, 2, -3});
   auto l1 = reduce("ReduceL1", x, {0}, false);
   ASSERT_TRUE(l1);
-  EXPECT_EQ(values<float>(*l1), (std::vector<float>{11}));
+  EXPECT_EQ(values_of<float>(*l1), (std::vector<float>{11}));
   auto mx = reduce("ReduceMax", f32({3}, {-4, -2, -9}), {0}, false);
   ASSERT_TRUE(mx);
-  EXPECT_EQ(values<float>(*mx), (std::vector<float>{-2}));
+  EXPECT_EQ(values_of<float>(*mx), (std::vector<float>{-2}));
 }
 
 TEST(Reduce, Opset18TakesAxesInput) {
   auto out = reduce("ReduceMean", x23(), {0}, false, 18);
   ASSERT_TRUE(out) << out.status().message();
-  EXPECT_EQ(values<float>(*out), (std::vector<float>{2.5f, 3.5f, 4.5f}));
+  EXPECT_EQ(values_of<float>(*out), (std::vector<float>{2.5f, 3.5f, 4.5f}));
 }
 
 TEST(Reduce, EmptyAxesReduceEverythingUnlessNoop) {
   auto all = reduce("ReduceSum", x23(), {}, true);
   ASSERT_TRUE(all);
   EXPECT_EQ(all->shape(), (Shape{1, 1}));
-  EXPECT_EQ(values<float>(*all), (std::vector<float>{21}));
+  EXPECT_EQ(values_of<float>(*all), (std::vector<float>{21}));
   auto noop = OpCall("ReduceSum", 13).attr_int("noop_with_empty_axes", 1).run({x23(), i64({})});
   ASSERT_TRUE(noop) << noop.status().message();
   EXPECT_EQ((*noop)[0].shape(), (Shape{2, 3}));
-  EXPECT_EQ(values<float>((*noop)[0]), (std::vector<float>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(values_of<float>((*noop)[0]), (std::vector<float>{1, 2, 3, 4, 5, 6}));
   // Default axes on an old opset: everything.
   auto mean = reduce("ReduceMean", x23(), {}, false, 13);
   ASSERT_TRUE(mean);
   EXPECT_EQ(mean->shape(), Shape{});
-  EXPECT_EQ(values<float>(*mean), (std::vector<float>{3.5f}));
+  EXPECT_EQ(values_of<float>(*mean), (std::vector<float>{3.5f}));
 }
 
 TEST(Reduce, SeparatedAxesReduceInPasses) {
@@ -130,10 +119,10 @@ TEST(Reduce, SeparatedAxesReduceInPasses) {
   auto sum = reduce("ReduceSum", x, {0, 2}, true);
   ASSERT_TRUE(sum) << sum.status().message();
   EXPECT_EQ(sum->shape(), (Shape{1, 2, 1}));
-  EXPECT_EQ(values<float>(*sum), (std::vector<float>{10, 18}));
+  EXPECT_EQ(values_of<float>(*sum), (std::vector<float>{10, 18}));
   auto mean = reduce("ReduceMean", x, {0, 2}, false);
   ASSERT_TRUE(mean);
-  EXPECT_EQ(values<float>(*mean), (std::vector<float>{2.5f, 4.5f}));
+  EXPECT_EQ(values_of<float>(*mean), (std::vector<float>{2.5f, 4.5f}));
   auto lse = reduce("ReduceLogSumExp", x, {-3, -1}, false);
   ASSERT_TRUE(lse);
   const auto lse_of = [](std::vector<float> xs) {
@@ -141,7 +130,7 @@ TEST(Reduce, SeparatedAxesReduceInPasses) {
     for (float f : xs) s += std::exp(static_cast<double>(f));
     return static_cast<float>(std::log(s));
   };
-  expect_near_all(values<float>(*lse), {lse_of({0, 1, 4, 5}), lse_of({2, 3, 6, 7})}, 1e-6f);
+  expect_near_all(values_of<float>(*lse), {lse_of({0, 1, 4, 5}), lse_of({2, 3, 6, 7})}, 1e-6f);
   // Three separated runs: [2, 3, 2, 3, 2] over axes {0, 2, 4}.
   std::vector<float> w = random_floats(72, 7);
   auto three = reduce("ReduceSumSquare", f32({2, 3, 2, 3, 2}, w), {0, 2, 4}, false);
@@ -157,7 +146,7 @@ TEST(Reduce, SeparatedAxesReduceInPasses) {
             ref[static_cast<size_t>(b * 3 + d)] += f * f;
           }
   EXPECT_EQ(three->shape(), (Shape{3, 3}));
-  expect_near_all(values<float>(*three), std::vector<float>(ref.begin(), ref.end()), 1e-5f);
+  expect_near_all(values_of<float>(*three), std::vector<float>(ref.begin(), ref.end()), 1e-5f);
 }
 
 // Large shapes through the row path (inner axis) and the tiled path (outer axes), with threads,
@@ -179,7 +168,7 @@ TEST(Reduce, LargeInnerAndOuterAxesMatchReference) {
           const int64_t o = axis == 0 ? j * c + k : axis == 1 ? i * c + k : i * b + j;
           ref[static_cast<size_t>(o)] += v[static_cast<size_t>((i * b + j) * c + k)];
         }
-    expect_near_all(values<float>((*out)[0]), std::vector<float>(ref.begin(), ref.end()), 1e-4f);
+    expect_near_all(values_of<float>((*out)[0]), std::vector<float>(ref.begin(), ref.end()), 1e-4f);
   }
 }
 
@@ -197,7 +186,7 @@ TEST(Reduce, LogSumExpLargeMatchesReference) {
       for (int64_t r = 0; r < len; ++r) s += std::exp(static_cast<double>(v[static_cast<size_t>(axis == 0 ? r * cols + lane : lane * cols + r)]));
       want.push_back(static_cast<float>(std::log(s)));
     }
-    expect_near_all(values<float>(*out), want, 1e-6f);
+    expect_near_all(values_of<float>(*out), want, 1e-6f);
   }
 }
 
@@ -211,29 +200,29 @@ TEST(Reduce, SixteenBitAndF64Dtypes) {
   EXPECT_EQ(to_floats<BFloat16>(*bf16), (std::vector<float>{4, 9, 3}));
   auto f64 = reduce("ReduceL2", Tensor::from_vector<double>({2}, std::vector<double>{3, 4}), {0}, false);
   ASSERT_TRUE(f64);
-  EXPECT_EQ(values<double>(*f64), (std::vector<double>{5}));
+  EXPECT_EQ(values_of<double>(*f64), (std::vector<double>{5}));
 }
 
 TEST(Reduce, IntegerDtypes) {
   auto sum = reduce("ReduceSum", Tensor::from_vector<int32_t>({2, 2}, std::vector<int32_t>{1, -2, 30, 4}), {0}, false);
   ASSERT_TRUE(sum) << sum.status().message();
-  EXPECT_EQ(values<int32_t>(*sum), (std::vector<int32_t>{31, 2}));
+  EXPECT_EQ(values_of<int32_t>(*sum), (std::vector<int32_t>{31, 2}));
   auto mx = reduce("ReduceMax", Tensor::from_vector<int64_t>({3}, std::vector<int64_t>{-7, 5, 2}), {0}, false);
   ASSERT_TRUE(mx);
-  EXPECT_EQ(values<int64_t>(*mx), (std::vector<int64_t>{5}));
+  EXPECT_EQ(values_of<int64_t>(*mx), (std::vector<int64_t>{5}));
   auto prod = reduce("ReduceProd", Tensor::from_vector<int64_t>({3}, std::vector<int64_t>{-7, 5, 2}), {0}, false);
   ASSERT_TRUE(prod);
-  EXPECT_EQ(values<int64_t>(*prod), (std::vector<int64_t>{-70}));
+  EXPECT_EQ(values_of<int64_t>(*prod), (std::vector<int64_t>{-70}));
 }
 
 TEST(Reduce, EmptyReductionGivesIdentity) {
   Tensor x = f32({0, 3}, {});
   auto sum = reduce("ReduceSum", x, {0}, false);
   ASSERT_TRUE(sum) << sum.status().message();
-  EXPECT_EQ(values<float>(*sum), (std::vector<float>{0, 0, 0}));
+  EXPECT_EQ(values_of<float>(*sum), (std::vector<float>{0, 0, 0}));
   auto mx = reduce("ReduceMax", x, {0}, false, 13);
   ASSERT_TRUE(mx);
-  EXPECT_EQ(values<float>(*mx)[0], -std::numeric_limits<float>::infinity());
+  EXPECT_EQ(values_of<float>(*mx)[0], -std::numeric_limits<float>::infinity());
 }
 
 TEST(Reduce, BadInputsAreErrors) {
@@ -255,7 +244,7 @@ Result<std::vector<int64_t>> arg(const std::string& op, const Tensor& x, int64_t
   auto out = call.run({x});
   if (!out) return out.status();
   if (shape != nullptr) *shape = (*out)[0].shape();
-  return values<int64_t>((*out)[0]);
+  return values_of<int64_t>((*out)[0]);
 }
 
 TEST(ArgReduce, MaxAndMinWithTies) {
@@ -317,12 +306,12 @@ TEST(TopK, LargestAndSmallestWithTiesLowerIndexFirst) {
   auto big = topk(x, 2, -1, true);
   ASSERT_TRUE(big) << big.status().message();
   EXPECT_EQ((*big)[0].shape(), (Shape{2, 2}));
-  EXPECT_EQ(values<float>((*big)[0]), (std::vector<float>{3, 3, 5, 5}));
-  EXPECT_EQ(values<int64_t>((*big)[1]), (std::vector<int64_t>{0, 2, 1, 2}));
+  EXPECT_EQ(values_of<float>((*big)[0]), (std::vector<float>{3, 3, 5, 5}));
+  EXPECT_EQ(values_of<int64_t>((*big)[1]), (std::vector<int64_t>{0, 2, 1, 2}));
   auto small = topk(x, 3, 1, false);
   ASSERT_TRUE(small);
-  EXPECT_EQ(values<float>((*small)[0]), (std::vector<float>{1, 2, 3, 0, 5, 5}));
-  EXPECT_EQ(values<int64_t>((*small)[1]), (std::vector<int64_t>{1, 3, 0, 0, 1, 2}));
+  EXPECT_EQ(values_of<float>((*small)[0]), (std::vector<float>{1, 2, 3, 0, 5, 5}));
+  EXPECT_EQ(values_of<int64_t>((*small)[1]), (std::vector<int64_t>{1, 3, 0, 0, 1, 2}));
 }
 
 TEST(TopK, OuterAxisAndAttributeK) {
@@ -330,8 +319,8 @@ TEST(TopK, OuterAxisAndAttributeK) {
   auto out = topk(f32({3, 2}, {1, 9, 4, 2, 3, 8}), 2, 0, true, 1);
   ASSERT_TRUE(out) << out.status().message();
   EXPECT_EQ((*out)[0].shape(), (Shape{2, 2}));
-  EXPECT_EQ(values<float>((*out)[0]), (std::vector<float>{4, 9, 3, 8}));
-  EXPECT_EQ(values<int64_t>((*out)[1]), (std::vector<int64_t>{1, 0, 2, 2}));
+  EXPECT_EQ(values_of<float>((*out)[0]), (std::vector<float>{4, 9, 3, 8}));
+  EXPECT_EQ(values_of<int64_t>((*out)[1]), (std::vector<int64_t>{1, 0, 2, 2}));
 }
 
 TEST(TopK, VocabularyRowMatchesSort) {
@@ -344,8 +333,8 @@ TEST(TopK, VocabularyRowMatchesSort) {
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return v[static_cast<size_t>(a)] > v[static_cast<size_t>(b)]; });
   order.resize(static_cast<size_t>(k));
-  EXPECT_EQ(values<int64_t>((*out)[1]), order);
-  EXPECT_EQ(values<int64_t>((*out)[1])[0], 1000);
+  EXPECT_EQ(values_of<int64_t>((*out)[1]), order);
+  EXPECT_EQ(values_of<int64_t>((*out)[1])[0], 1000);
 }
 
 TEST(TopK, DtypesAndErrors) {
@@ -354,7 +343,7 @@ TEST(TopK, DtypesAndErrors) {
   EXPECT_EQ(to_floats<Float16>((*h)[0]), (std::vector<float>{2}));
   auto i = topk(Tensor::from_vector<int64_t>({3}, std::vector<int64_t>{5, -1, 7}), 2, 0, false);
   ASSERT_TRUE(i);
-  EXPECT_EQ(values<int64_t>((*i)[0]), (std::vector<int64_t>{-1, 5}));
+  EXPECT_EQ(values_of<int64_t>((*i)[0]), (std::vector<int64_t>{-1, 5}));
   EXPECT_FALSE(topk(x23(), 4, 1, true));   // K > dim
   EXPECT_FALSE(topk(x23(), -1, 1, true));  // K < 0
   EXPECT_FALSE(topk(x23(), 1, 2, true));   // axis
@@ -372,24 +361,24 @@ Result<Tensor> cumsum(const Tensor& x, int64_t axis, bool exclusive, bool revers
 
 TEST(CumSum, ExclusiveAndReverse) {
   Tensor x = f32({5}, {1, 2, 3, 4, 5});
-  EXPECT_EQ(values<float>(*cumsum(x, 0, false, false)), (std::vector<float>{1, 3, 6, 10, 15}));
-  EXPECT_EQ(values<float>(*cumsum(x, 0, true, false)), (std::vector<float>{0, 1, 3, 6, 10}));
-  EXPECT_EQ(values<float>(*cumsum(x, 0, false, true)), (std::vector<float>{15, 14, 12, 9, 5}));
-  EXPECT_EQ(values<float>(*cumsum(x, 0, true, true)), (std::vector<float>{14, 12, 9, 5, 0}));
+  EXPECT_EQ(values_of<float>(*cumsum(x, 0, false, false)), (std::vector<float>{1, 3, 6, 10, 15}));
+  EXPECT_EQ(values_of<float>(*cumsum(x, 0, true, false)), (std::vector<float>{0, 1, 3, 6, 10}));
+  EXPECT_EQ(values_of<float>(*cumsum(x, 0, false, true)), (std::vector<float>{15, 14, 12, 9, 5}));
+  EXPECT_EQ(values_of<float>(*cumsum(x, 0, true, true)), (std::vector<float>{14, 12, 9, 5, 0}));
 }
 
 TEST(CumSum, AxesAndDtypes) {
-  EXPECT_EQ(values<float>(*cumsum(x23(), 0, false, false)), (std::vector<float>{1, 2, 3, 5, 7, 9}));
-  EXPECT_EQ(values<float>(*cumsum(x23(), -1, false, false)), (std::vector<float>{1, 3, 6, 4, 9, 15}));
+  EXPECT_EQ(values_of<float>(*cumsum(x23(), 0, false, false)), (std::vector<float>{1, 2, 3, 5, 7, 9}));
+  EXPECT_EQ(values_of<float>(*cumsum(x23(), -1, false, false)), (std::vector<float>{1, 3, 6, 4, 9, 15}));
   auto i = cumsum(Tensor::from_vector<int32_t>({3}, std::vector<int32_t>{1, -2, 7}), 0, false, false);
   ASSERT_TRUE(i);
-  EXPECT_EQ(values<int32_t>(*i), (std::vector<int32_t>{1, -1, 6}));
+  EXPECT_EQ(values_of<int32_t>(*i), (std::vector<int32_t>{1, -1, 6}));
   auto h = cumsum(cast_tensor<BFloat16>({3}, {1, 2, 3}), 0, false, true);
   ASSERT_TRUE(h);
   EXPECT_EQ(to_floats<BFloat16>(*h), (std::vector<float>{6, 5, 3}));
   auto d = cumsum(Tensor::from_vector<double>({2}, std::vector<double>{0.25, 0.5}), 0, false, false);
   ASSERT_TRUE(d);
-  EXPECT_EQ(values<double>(*d), (std::vector<double>{0.25, 0.75}));
+  EXPECT_EQ(values_of<double>(*d), (std::vector<double>{0.25, 0.75}));
   EXPECT_FALSE(cumsum(x23(), 2, false, false));
 }
 

@@ -12,17 +12,6 @@
 namespace onnx_genai::testing {
 namespace {
 
-Tensor f32(Shape shape, std::vector<float> v) { return Tensor::from_vector<float>(std::move(shape), v); }
-template <typename T>
-std::vector<T> values(const Tensor& t) {
-  return std::vector<T>(t.data<T>(), t.data<T>() + t.numel());
-}
-template <typename T>
-Tensor cast_tensor(Shape shape, const std::vector<float>& v) {
-  std::vector<T> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = T(v[i]);
-  return Tensor::from_vector<T>(std::move(shape), out);
-}
 std::vector<float> random_logits(int64_t n, uint32_t seed) {
   std::mt19937 gen(seed);
   std::normal_distribution<float> dist(0.0f, 4.0f);
@@ -59,20 +48,20 @@ Result<Tensor> run1(const std::string& op, const Tensor& x, int opset, std::opti
 TEST(Softmax, SmallRowByHand) {
   auto s = run1("Softmax", f32({1, 3}, {1, 2, 3}), 13);
   ASSERT_TRUE(s) << s.status().message();
-  expect_near_all(values<float>(*s), {0.09003057f, 0.24472847f, 0.66524096f}, 1e-6f);
+  expect_near_all(values_of<float>(*s), {0.09003057f, 0.24472847f, 0.66524096f}, 1e-6f);
   auto l = run1("LogSoftmax", f32({1, 3}, {1, 2, 3}), 13);
   ASSERT_TRUE(l);
-  expect_near_all(values<float>(*l), {-2.40760596f, -1.40760596f, -0.40760596f}, 1e-6f);
+  expect_near_all(values_of<float>(*l), {-2.40760596f, -1.40760596f, -0.40760596f}, 1e-6f);
 }
 
 TEST(Softmax, OuterAxisOpset13IsColumnWise) {
   // Along axis 0 of [[0, 1], [0, 3]]: column 0 is uniform, column 1 is softmax(1, 3).
   auto s = run1("Softmax", f32({2, 2}, {0, 1, 0, 3}), 13, 0);
   ASSERT_TRUE(s) << s.status().message();
-  expect_near_all(values<float>(*s), {0.5f, 0.11920292f, 0.5f, 0.88079708f}, 1e-6f);
+  expect_near_all(values_of<float>(*s), {0.5f, 0.11920292f, 0.5f, 0.88079708f}, 1e-6f);
   auto l = run1("LogSoftmax", f32({2, 2}, {0, 1, 0, 3}), 13, -2);
   ASSERT_TRUE(l);
-  expect_near_all(values<float>(*l), {std::log(0.5f), std::log(0.11920292f), std::log(0.5f), std::log(0.88079708f)}, 1e-5f);
+  expect_near_all(values_of<float>(*l), {std::log(0.5f), std::log(0.11920292f), std::log(0.5f), std::log(0.88079708f)}, 1e-5f);
 }
 
 TEST(Softmax, BeforeOpset13CoercesTo2D) {
@@ -80,11 +69,11 @@ TEST(Softmax, BeforeOpset13CoercesTo2D) {
   auto s = run1("Softmax", f32({2, 2}, {1, 2, 3, 4}), 11, 0);
   ASSERT_TRUE(s) << s.status().message();
   const std::vector<double> want = reference({1, 2, 3, 4}, false);
-  expect_close(values<float>(*s), want, 1e-6, 1e-7);
+  expect_close(values_of<float>(*s), want, 1e-6, 1e-7);
   // Default axis 1 on [2, 1, 2] flattens dims 1.. into rows of 2.
   auto d = run1("Softmax", f32({2, 1, 2}, {0, 0, 1, 3}), 11);
   ASSERT_TRUE(d);
-  expect_near_all(values<float>(*d), {0.5f, 0.5f, 0.11920292f, 0.88079708f}, 1e-6f);
+  expect_near_all(values_of<float>(*d), {0.5f, 0.5f, 0.11920292f, 0.88079708f}, 1e-6f);
 }
 
 TEST(Softmax, MaskedLogitsGetExactlyZero) {
@@ -93,9 +82,9 @@ TEST(Softmax, MaskedLogitsGetExactlyZero) {
   x[3] = x[20] = -inf;
   auto s = run1("Softmax", f32({1, 37}, x), 13);
   ASSERT_TRUE(s);
-  EXPECT_EQ(values<float>(*s)[3], 0.0f);
-  EXPECT_EQ(values<float>(*s)[20], 0.0f);
-  expect_close(values<float>(*s), reference(x, false), 1e-5, 1e-7);
+  EXPECT_EQ(values_of<float>(*s)[3], 0.0f);
+  EXPECT_EQ(values_of<float>(*s)[20], 0.0f);
+  expect_close(values_of<float>(*s), reference(x, false), 1e-5, 1e-7);
 }
 
 TEST(Softmax, VocabularyRowsMatchReference) {
@@ -103,10 +92,10 @@ TEST(Softmax, VocabularyRowsMatchReference) {
     std::vector<float> x = random_logits(vocab, static_cast<uint32_t>(vocab));
     auto s = run1("Softmax", f32({1, vocab}, x), 13);
     ASSERT_TRUE(s) << s.status().message();
-    expect_close(values<float>(*s), reference(x, false), 1e-5, 1e-9);
+    expect_close(values_of<float>(*s), reference(x, false), 1e-5, 1e-9);
     auto l = run1("LogSoftmax", f32({1, vocab}, x), 13);
     ASSERT_TRUE(l);
-    expect_close(values<float>(*l), reference(x, true), 1e-5, 1e-5);
+    expect_close(values_of<float>(*l), reference(x, true), 1e-5, 1e-5);
   }
 }
 
@@ -116,7 +105,7 @@ TEST(Softmax, ManyRowsWithThreads) {
   ThreadPool pool(4);
   auto out = OpCall("Softmax", 13).run({f32({rows, cols}, x)}, &pool);
   ASSERT_TRUE(out) << out.status().message();
-  const std::vector<float> got = values<float>((*out)[0]);
+  const std::vector<float> got = values_of<float>((*out)[0]);
   for (int64_t r = 0; r < rows; ++r) {
     const std::vector<float> row(x.begin() + r * cols, x.begin() + (r + 1) * cols);
     expect_close(std::vector<float>(got.begin() + r * cols, got.begin() + (r + 1) * cols), reference(row, false), 1e-5, 1e-9);
@@ -130,7 +119,7 @@ TEST(Softmax, MiddleAxisOverManyColumnsMatchesReference) {
   for (const char* op : {"Softmax", "LogSoftmax"}) {
     auto out = run1(op, f32({outer, len, inner}, x), 13, 1);
     ASSERT_TRUE(out) << out.status().message();
-    const std::vector<float> got = values<float>(*out);
+    const std::vector<float> got = values_of<float>(*out);
     for (int64_t o = 0; o < outer; ++o) {
       for (int64_t i = 0; i < inner; ++i) {
         std::vector<float> lane, got_lane;
@@ -195,17 +184,17 @@ TEST(Softmax, OtherDtypes) {
   expect_close(to_floats<BFloat16>(*b), want, 1e-2, 1e-3);
   auto d = run1("LogSoftmax", Tensor::from_vector<double>({4}, std::vector<double>(x.begin(), x.end())), 13);
   ASSERT_TRUE(d);
-  const std::vector<double> got = values<double>(*d), want_log = reference(x, true);
+  const std::vector<double> got = values_of<double>(*d), want_log = reference(x, true);
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want_log[i], 1e-12);
 }
 
 TEST(Hardmax, FirstMaximumWins) {
   auto h = run1("Hardmax", f32({2, 4}, {3, 3, 3, 1, 0, 2, 5, 5}), 13);
   ASSERT_TRUE(h) << h.status().message();
-  EXPECT_EQ(values<float>(*h), (std::vector<float>{1, 0, 0, 0, 0, 0, 1, 0}));
+  EXPECT_EQ(values_of<float>(*h), (std::vector<float>{1, 0, 0, 0, 0, 0, 1, 0}));
   auto col = run1("Hardmax", f32({2, 2}, {1, 5, 4, 5}), 13, 0);
   ASSERT_TRUE(col);
-  EXPECT_EQ(values<float>(*col), (std::vector<float>{0, 1, 1, 0}));
+  EXPECT_EQ(values_of<float>(*col), (std::vector<float>{0, 1, 1, 0}));
   auto h16 = run1("Hardmax", cast_tensor<Float16>({3}, {-1, 2, 0}), 13);
   ASSERT_TRUE(h16);
   EXPECT_EQ(to_floats<Float16>(*h16), (std::vector<float>{0, 1, 0}));

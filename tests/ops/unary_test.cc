@@ -26,11 +26,6 @@ Tensor vec(std::vector<float> v) {
   return Tensor::from_vector<float>(Shape{n}, v);
 }
 
-template <typename T>
-std::vector<T> values(const Tensor& t) {
-  return std::vector<T>(t.data<T>(), t.data<T>() + t.numel());
-}
-
 // Takes the call by forwarding reference: OpCall(...) temporaries and attr_*() chains alike.
 template <typename Call>
 Tensor run1(Call&& call, const std::vector<Tensor>& inputs, ThreadPool* pool = nullptr) {
@@ -40,7 +35,7 @@ Tensor run1(Call&& call, const std::vector<Tensor>& inputs, ThreadPool* pool = n
 }
 
 template <typename Call>
-std::vector<float> run_f32(Call&& call, std::vector<float> x) { return values<float>(run1(call, {vec(std::move(x))})); }
+std::vector<float> run_f32(Call&& call, std::vector<float> x) { return values_of<float>(run1(call, {vec(std::move(x))})); }
 
 TEST(Unary, SimpleMathHandValues) {
   EXPECT_EQ(run_f32(OpCall("Sqrt"), {4, 0.25f, 0}), (std::vector<float>{2, 0.5f, 0}));
@@ -60,11 +55,11 @@ TEST(Unary, SimpleMathHandValues) {
 
 TEST(Unary, IntegerTypes) {
   // Neg/Abs wrap at the minimum like two's complement hardware.
-  EXPECT_EQ(values<int8_t>(run1(OpCall("Neg"), {make<int8_t>({3}, {5, -128, 0})})), (std::vector<int8_t>{-5, -128, 0}));
-  EXPECT_EQ(values<int32_t>(run1(OpCall("Abs"), {make<int32_t>({2}, {-7, 7})})), (std::vector<int32_t>{7, 7}));
-  EXPECT_EQ(values<uint16_t>(run1(OpCall("Abs"), {make<uint16_t>({1}, {65535})})), (std::vector<uint16_t>{65535}));
-  EXPECT_EQ(values<int64_t>(run1(OpCall("Sign"), {make<int64_t>({3}, {-9, 0, 4})})), (std::vector<int64_t>{-1, 0, 1}));
-  EXPECT_EQ(values<int32_t>(run1(OpCall("Relu", 14), {make<int32_t>({2}, {-9, 4})})), (std::vector<int32_t>{0, 4}));
+  EXPECT_EQ(values_of<int8_t>(run1(OpCall("Neg"), {make<int8_t>({3}, {5, -128, 0})})), (std::vector<int8_t>{-5, -128, 0}));
+  EXPECT_EQ(values_of<int32_t>(run1(OpCall("Abs"), {make<int32_t>({2}, {-7, 7})})), (std::vector<int32_t>{7, 7}));
+  EXPECT_EQ(values_of<uint16_t>(run1(OpCall("Abs"), {make<uint16_t>({1}, {65535})})), (std::vector<uint16_t>{65535}));
+  EXPECT_EQ(values_of<int64_t>(run1(OpCall("Sign"), {make<int64_t>({3}, {-9, 0, 4})})), (std::vector<int64_t>{-1, 0, 1}));
+  EXPECT_EQ(values_of<int32_t>(run1(OpCall("Relu", 14), {make<int32_t>({2}, {-9, 4})})), (std::vector<int32_t>{0, 4}));
 }
 
 TEST(Unary, ActivationsWithAttributes) {
@@ -89,14 +84,14 @@ TEST(Unary, ActivationsWithAttributes) {
 TEST(Unary, PredicatesGiveBool) {
   Tensor nan = run1(OpCall("IsNaN", 13), {vec({1, kNaN, kInf})});
   EXPECT_EQ(nan.dtype(), DType::kBool);
-  EXPECT_EQ(values<uint8_t>(nan), (std::vector<uint8_t>{0, 1, 0}));
+  EXPECT_EQ(values_of<uint8_t>(nan), (std::vector<uint8_t>{0, 1, 0}));
   Tensor x = vec({-kInf, kInf, kNaN, 0});
-  EXPECT_EQ(values<uint8_t>(run1(OpCall("IsInf", 10), {x})), (std::vector<uint8_t>{1, 1, 0, 0}));
-  EXPECT_EQ(values<uint8_t>(run1(OpCall("IsInf", 10).attr_int("detect_negative", 0), {x})), (std::vector<uint8_t>{0, 1, 0, 0}));
-  EXPECT_EQ(values<uint8_t>(run1(OpCall("IsInf", 10).attr_int("detect_positive", 0), {x})), (std::vector<uint8_t>{1, 0, 0, 0}));
+  EXPECT_EQ(values_of<uint8_t>(run1(OpCall("IsInf", 10), {x})), (std::vector<uint8_t>{1, 1, 0, 0}));
+  EXPECT_EQ(values_of<uint8_t>(run1(OpCall("IsInf", 10).attr_int("detect_negative", 0), {x})), (std::vector<uint8_t>{0, 1, 0, 0}));
+  EXPECT_EQ(values_of<uint8_t>(run1(OpCall("IsInf", 10).attr_int("detect_positive", 0), {x})), (std::vector<uint8_t>{1, 0, 0, 0}));
   Tensor b = Tensor::allocate(DType::kBool, Shape{3}).value();
   b.data<uint8_t>()[1] = 1;
-  EXPECT_EQ(values<uint8_t>(run1(OpCall("Not", 1), {b})), (std::vector<uint8_t>{1, 0, 1}));
+  EXPECT_EQ(values_of<uint8_t>(run1(OpCall("Not", 1), {b})), (std::vector<uint8_t>{1, 0, 1}));
 }
 
 TEST(Unary, SpecialValuesOfTranscendentals) {
@@ -177,7 +172,7 @@ TEST(Unary, HalfBfloatAndDoubleTypes) {
   EXPECT_EQ(bf.dtype(), DType::kBF16);
   EXPECT_EQ(to_floats<BFloat16>(bf), (std::vector<float>{1, 2.71875f}));  // e rounded to 8 bits
   Tensor d = run1(OpCall("Sigmoid"), {make<double>({2}, {0, 2})});
-  EXPECT_EQ(values<double>(d), (std::vector<double>{0.5, 1 / (1 + std::exp(-2.0))}));
+  EXPECT_EQ(values_of<double>(d), (std::vector<double>{0.5, 1 / (1 + std::exp(-2.0))}));
   Tensor hs = run1(OpCall("Tanh"), {make<Float16>({1}, {Float16(0.5f)})});
   EXPECT_NEAR(static_cast<float>(hs.data<Float16>()[0]), 0.46211716f, 5e-4f);
 }
@@ -193,12 +188,12 @@ TEST(Unary, LargeTensorOnThreadPool) {
 
 TEST(Clip, InputsAttributesAndIntegers) {
   Tensor x = vec({-3, 0.5f, 7});
-  EXPECT_EQ(values<float>(run1(OpCall("Clip", 13), {x, make<float>({}, {-1}), make<float>({}, {1})})), (std::vector<float>{-1, 0.5f, 1}));
-  EXPECT_EQ(values<float>(run1(OpCall("Clip", 13), {x, Tensor(), make<float>({}, {1})})), (std::vector<float>{-3, 0.5f, 1}));
-  EXPECT_EQ(values<float>(run1(OpCall("Clip", 13), {x, make<float>({}, {0})})), (std::vector<float>{0, 0.5f, 7}));
-  EXPECT_EQ(values<float>(run1(OpCall("Clip", 13), {x})), (std::vector<float>{-3, 0.5f, 7}));
-  EXPECT_EQ(values<float>(run1(OpCall("Clip", 6).attr_float("min", -2).attr_float("max", 2), {x})), (std::vector<float>{-2, 0.5f, 2}));
-  EXPECT_EQ(values<int8_t>(run1(OpCall("Clip", 13), {make<int8_t>({3}, {-128, 5, 127}), make<int8_t>({}, {-5}), make<int8_t>({}, {5})})),
+  EXPECT_EQ(values_of<float>(run1(OpCall("Clip", 13), {x, make<float>({}, {-1}), make<float>({}, {1})})), (std::vector<float>{-1, 0.5f, 1}));
+  EXPECT_EQ(values_of<float>(run1(OpCall("Clip", 13), {x, Tensor(), make<float>({}, {1})})), (std::vector<float>{-3, 0.5f, 1}));
+  EXPECT_EQ(values_of<float>(run1(OpCall("Clip", 13), {x, make<float>({}, {0})})), (std::vector<float>{0, 0.5f, 7}));
+  EXPECT_EQ(values_of<float>(run1(OpCall("Clip", 13), {x})), (std::vector<float>{-3, 0.5f, 7}));
+  EXPECT_EQ(values_of<float>(run1(OpCall("Clip", 6).attr_float("min", -2).attr_float("max", 2), {x})), (std::vector<float>{-2, 0.5f, 2}));
+  EXPECT_EQ(values_of<int8_t>(run1(OpCall("Clip", 13), {make<int8_t>({3}, {-128, 5, 127}), make<int8_t>({}, {-5}), make<int8_t>({}, {5})})),
             (std::vector<int8_t>{-5, 5, 5}));
   Tensor h = run1(OpCall("Clip", 13), {make<Float16>({2}, {Float16(-3), Float16(3)}), make<Float16>({}, {Float16(-0.5f)})});
   EXPECT_EQ(to_floats<Float16>(h), (std::vector<float>{-0.5f, 3}));
@@ -206,8 +201,8 @@ TEST(Clip, InputsAttributesAndIntegers) {
 
 TEST(Cast, NumericConversions) {
   Tensor x = vec({1.9f, -1.9f, 0, 300.5f});
-  EXPECT_EQ(values<int32_t>(run1(OpCall("Cast", 13).attr_int("to", 6), {x})), (std::vector<int32_t>{1, -1, 0, 300}));
-  EXPECT_EQ(values<uint8_t>(run1(OpCall("Cast", 13).attr_int("to", 9), {x})), (std::vector<uint8_t>{1, 1, 0, 1}));
+  EXPECT_EQ(values_of<int32_t>(run1(OpCall("Cast", 13).attr_int("to", 6), {x})), (std::vector<int32_t>{1, -1, 0, 300}));
+  EXPECT_EQ(values_of<uint8_t>(run1(OpCall("Cast", 13).attr_int("to", 9), {x})), (std::vector<uint8_t>{1, 1, 0, 1}));
   // f32 -> f16 rounds to nearest even: 1 + 2^-11 is halfway between 1 and 1 + 2^-10.
   Tensor h = run1(OpCall("Cast", 13).attr_int("to", 10), {vec({1.0f + 1.0f / 2048, 65504, 1e-8f})});
   EXPECT_EQ(h.dtype(), DType::kF16);
@@ -215,14 +210,14 @@ TEST(Cast, NumericConversions) {
   Tensor bf = run1(OpCall("Cast", 13).attr_int("to", 16), {vec({1.0f + 1.0f / 128, 3})});
   EXPECT_EQ(to_floats<BFloat16>(bf), (std::vector<float>{1.0f + 1.0f / 128, 3}));
   Tensor d = run1(OpCall("Cast", 13).attr_int("to", 11), {make<int64_t>({2}, {-5, 1LL << 40})});
-  EXPECT_EQ(values<double>(d), (std::vector<double>{-5, 1099511627776.0}));
+  EXPECT_EQ(values_of<double>(d), (std::vector<double>{-5, 1099511627776.0}));
   Tensor b = Tensor::allocate(DType::kBool, Shape{2}).value();
   b.data<uint8_t>()[0] = 1;
-  EXPECT_EQ(values<float>(run1(OpCall("Cast", 13).attr_int("to", 1), {b})), (std::vector<float>{1, 0}));
+  EXPECT_EQ(values_of<float>(run1(OpCall("Cast", 13).attr_int("to", 1), {b})), (std::vector<float>{1, 0}));
   // Same dtype: a copy.
-  EXPECT_EQ(values<float>(run1(OpCall("Cast", 13).attr_int("to", 1), {x})), (std::vector<float>{1.9f, -1.9f, 0, 300.5f}));
+  EXPECT_EQ(values_of<float>(run1(OpCall("Cast", 13).attr_int("to", 1), {x})), (std::vector<float>{1.9f, -1.9f, 0, 300.5f}));
   Tensor like = run1(OpCall("CastLike", 15), {make<Float16>({1}, {Float16(2.5f)}), make<double>({1}, {0})});
-  EXPECT_EQ(values<double>(like), (std::vector<double>{2.5}));
+  EXPECT_EQ(values_of<double>(like), (std::vector<double>{2.5}));
 }
 
 TEST(Unary, BadInputsFailWithNodeName) {

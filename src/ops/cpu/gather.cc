@@ -79,27 +79,35 @@ class GatherKernel final : public OpKernel {
 // the data element at the same coordinates with coordinate `axis` replaced by the index value.
 struct ElementsGeometry {
   int rank = 0, axis = 0;
+  int64_t axis_n = 0;  // data dim along the axis
+  int64_t rows = 0;    // indices viewed as [rows, last()]
+  DType index_type = DType::kI64;
   std::array<int64_t, StridedCopy::kMaxDims> dims{};          // indices dims
   std::array<int64_t, StridedCopy::kMaxDims> data_strides{};  // data element strides
 
-  Status init(const Shape& data, const Shape& indices, int64_t axis_attr, const std::string& node) {
+  // From the node's data (input 0), indices (input 1) and `axis` attribute.
+  Status init(const PrepareContext& ctx, const std::string& node) {
+    const Shape& data = ctx.input(0).shape;
+    const Shape& indices = ctx.input(1).shape;
     if (data.rank() > StridedCopy::kMaxDims) return OG_ERROR(node, ": rank ", data.rank(), " not supported");
     rank = data.rank();
-    axis = normalize_axis(axis_attr, rank);
+    axis = normalize_axis(ctx.attrs().get_int("axis", 0), rank);
     const std::vector<int64_t> strides = data.strides();
     for (int d = 0; d < rank; ++d) {
       dims[static_cast<size_t>(d)] = indices[d];
       data_strides[static_cast<size_t>(d)] = strides[static_cast<size_t>(d)];
     }
+    axis_n = data[axis];
+    rows = last() == 0 ? 0 : indices.numel() / last();
+    index_type = ctx.input(1).dtype;
     return Status::ok();
   }
-  int64_t axis_n(const Shape& data) const { return data[axis]; }
   int64_t last() const { return rank == 0 ? 1 : dims[static_cast<size_t>(rank - 1)]; }
 
   // Calls fn(i, data_offset) for indices elements [row_begin * last(), row_end * last()). Returns
   // the position of the first out-of-range index, or -1.
   template <typename I, typename Fn>
-  int64_t for_each(const I* idx, int64_t axis_n, int64_t row_begin, int64_t row_end, Fn&& fn) const {
+  int64_t for_each(const I* idx, int64_t row_begin, int64_t row_end, Fn&& fn) const {
     const int64_t n = last();
     const int64_t axis_stride = data_strides[static_cast<size_t>(axis)];
     const bool axis_is_last = axis == rank - 1;
@@ -128,26 +136,22 @@ class GatherElementsKernel final : public OpKernel {
 
   Status prepare(PrepareContext& ctx) override {
     OG_ASSIGN_OR_RETURN(elem_, element_bytes(ctx.input(0).dtype));
-    OG_RETURN_IF_ERROR(geo_.init(ctx.input(0).shape, ctx.input(1).shape, ctx.attrs().get_int("axis", 0), name_));
-    axis_n_ = geo_.axis_n(ctx.input(0).shape);
-    rows_ = geo_.last() == 0 ? 0 : ctx.input(1).shape.numel() / geo_.last();
-    index_type_ = ctx.input(1).dtype;
-    return Status::ok();
+    return geo_.init(ctx, name_);
   }
 
   Status run(const KernelContext& ctx) const override {
-    return dispatch_index_type(index_type_, [&]<typename I>() {
+    return dispatch_index_type(geo_.index_type, [&]<typename I>() {
       const I* idx = ctx.input(1).ptr<I>();
       const auto* src = static_cast<const char*>(ctx.input(0).data);
       auto* dst = static_cast<char*>(ctx.output(0).data);
       std::atomic<int64_t> bad{-1};
-      parallel_for(ctx.pool, rows_, copy_min_chunk(geo_.last() * elem_), [&](int64_t begin, int64_t end) {
-        const int64_t at = geo_.for_each(idx, axis_n_, begin, end, [&](int64_t i, int64_t off) {
+      parallel_for(ctx.pool, geo_.rows, copy_min_chunk(geo_.last() * elem_), [&](int64_t begin, int64_t end) {
+        const int64_t at = geo_.for_each(idx, begin, end, [&](int64_t i, int64_t off) {
           copy_bytes(dst + i * elem_, src + off * elem_, elem_);
         });
         if (at >= 0) bad.store(at);
       });
-      if (bad.load() >= 0) return bad_index(name_, idx[bad.load()], axis_n_);
+      if (bad.load() >= 0) return bad_index(name_, idx[bad.load()], geo_.axis_n);
       return Status::ok();
     });
   }
@@ -155,8 +159,7 @@ class GatherElementsKernel final : public OpKernel {
  private:
   std::string name_;
   ElementsGeometry geo_;
-  int64_t elem_ = 0, axis_n_ = 0, rows_ = 0;
-  DType index_type_ = DType::kI64;
+  int64_t elem_ = 0;
 };
 
 // GatherND / ScatterND geometry: data [batch, d_0..d_{k-1}, slice] and indices [batch, tuples, k];
@@ -308,11 +311,7 @@ class ScatterElementsKernel final : public ScatterBase {
 
   Status prepare(PrepareContext& ctx) override {
     OG_RETURN_IF_ERROR(ScatterBase::prepare(ctx));
-    OG_RETURN_IF_ERROR(geo_.init(ctx.input(0).shape, ctx.input(1).shape, ctx.attrs().get_int("axis", 0), name_));
-    axis_n_ = geo_.axis_n(ctx.input(0).shape);
-    rows_ = geo_.last() == 0 ? 0 : ctx.input(1).shape.numel() / geo_.last();
-    index_type_ = ctx.input(1).dtype;
-    return Status::ok();
+    return geo_.init(ctx, name_);
   }
 
   Status run(const KernelContext& ctx) const override {
@@ -320,12 +319,12 @@ class ScatterElementsKernel final : public ScatterBase {
     const auto* updates = static_cast<const char*>(ctx.input(2).data);
     auto* dst = static_cast<char*>(ctx.output(0).data);
     return with_combiner([&](auto combine) {
-      return dispatch_index_type(index_type_, [&]<typename I>() {
+      return dispatch_index_type(geo_.index_type, [&]<typename I>() {
         const I* idx = ctx.input(1).ptr<I>();
-        const int64_t at = geo_.for_each(idx, axis_n_, 0, rows_, [&](int64_t i, int64_t off) {
+        const int64_t at = geo_.for_each(idx, 0, geo_.rows, [&](int64_t i, int64_t off) {
           combine(dst + off * elem_, updates + i * elem_, 1);
         });
-        if (at >= 0) return bad_index(name_, idx[at], axis_n_);
+        if (at >= 0) return bad_index(name_, idx[at], geo_.axis_n);
         return Status::ok();
       });
     });
@@ -333,8 +332,6 @@ class ScatterElementsKernel final : public ScatterBase {
 
  private:
   ElementsGeometry geo_;
-  int64_t axis_n_ = 0, rows_ = 0;
-  DType index_type_ = DType::kI64;
 };
 
 class ScatterNDKernel final : public ScatterBase {

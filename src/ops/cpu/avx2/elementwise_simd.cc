@@ -1,7 +1,7 @@
-// The avx2 build of the SIMD elementwise kernels in ops/cpu/elementwise.h (compiled with the
+// The avx2 build of the SIMD elementwise kernels (ops/cpu/avx2/elementwise_simd_impl.h; compiled with the
 // avx2 flags from cmake/simd.cmake; callers reach it through vec_math(), arith_f32() and
 // convert_f16_to_f32() / convert_f32_to_f16()).
-#include "ops/cpu/elementwise.h"
+#include "ops/cpu/avx2/elementwise_simd_impl.h"
 
 namespace onnx_genai::avx2 {
 

@@ -1,10 +1,10 @@
-// The NormRowKernels implementation over VecF (ops/cpu/avx2/softmax_vec.h), compiled once per
+// The NormRowKernels implementation over VecF (ops/cpu/avx2/vec_f32.h), compiled once per
 // ISA. Sums keep kUnroll independent vector accumulators so adds do not serialise on latency;
 // tails are one masked vector.
 #pragma once
 
 #include "ops/cpu/avx2/norm_rows.h"
-#include "ops/cpu/avx2/softmax_vec.h"
+#include "ops/cpu/avx2/vec_f32.h"
 
 namespace onnx_genai::simd {
 namespace {

@@ -1,10 +1,10 @@
-// The SoftmaxRowKernels implementation over VecF, compiled once per ISA (see softmax_vec.h).
+// The SoftmaxRowKernels implementation over VecF, compiled once per ISA (see vec_f32.h).
 // Each loop keeps kUnroll independent vectors in flight so the max / add chains do not
 // serialise on latency; the tail is one masked vector.
 #pragma once
 
 #include "ops/cpu/avx2/softmax_rows.h"
-#include "ops/cpu/avx2/softmax_vec.h"
+#include "ops/cpu/avx2/vec_f32.h"
 
 namespace onnx_genai::simd {
 namespace {

@@ -1,6 +1,6 @@
-// The avx512 build of the SIMD elementwise kernels in ops/cpu/elementwise.h (compiled with the
+// The avx512 build of the SIMD elementwise kernels (ops/cpu/avx2/elementwise_simd_impl.h; compiled with the
 // avx512 flags from cmake/simd.cmake; callers reach it through vec_math() / arith_f32()).
-#include "ops/cpu/elementwise.h"
+#include "ops/cpu/avx2/elementwise_simd_impl.h"
 
 namespace onnx_genai::avx512 {
 

@@ -1,7 +1,8 @@
-// f32 vector primitives for the softmax and normalization row kernels, written once and compiled
-// twice: by avx2/*.cc (8 lanes, __AVX2__) and by avx512/*.cc (16 lanes, __AVX512F__). It sits in
-// avx2/ because it needs at least AVX2; include it only from translation units compiled with the
-// ISA flags. Everything is in an anonymous namespace, so the two builds never meet at link time.
+// f32 vector primitives and the vector exp shared by every SIMD kernel family (elementwise math,
+// softmax rows, normalization rows), written once and compiled twice: by avx2/*.cc (8 lanes,
+// __AVX2__) and by avx512/*.cc (16 lanes, __AVX512F__). It sits in avx2/ because it needs at
+// least AVX2; include it only from translation units compiled with the ISA flags. Everything is
+// in an anonymous namespace, so the two builds never meet at link time.
 #pragma once
 
 // GCC 12 flags the deliberately undefined merge source inside the AVX-512 intrinsics
@@ -18,6 +19,7 @@ namespace onnx_genai::simd {
 namespace {
 
 #if defined(__AVX512F__)
+using MaskF = __mmask16;
 struct VecF {
   static constexpr int kWidth = 16;
   __m512 v;
@@ -34,15 +36,23 @@ struct VecF {
 inline VecF operator+(VecF a, VecF b) { return {_mm512_add_ps(a.v, b.v)}; }
 inline VecF operator-(VecF a, VecF b) { return {_mm512_sub_ps(a.v, b.v)}; }
 inline VecF operator*(VecF a, VecF b) { return {_mm512_mul_ps(a.v, b.v)}; }
+inline VecF operator/(VecF a, VecF b) { return {_mm512_div_ps(a.v, b.v)}; }
+inline VecF operator|(VecF a, VecF b) { return {_mm512_or_ps(a.v, b.v)}; }
 inline VecF fmadd(VecF a, VecF b, VecF c) { return {_mm512_fmadd_ps(a.v, b.v, c.v)}; }
 inline VecF max(VecF a, VecF b) { return {_mm512_max_ps(a.v, b.v)}; }
 inline VecF min(VecF a, VecF b) { return {_mm512_min_ps(a.v, b.v)}; }
+inline VecF abs(VecF a) { return {_mm512_abs_ps(a.v)}; }
+inline VecF sign_of(VecF a) { return {_mm512_and_ps(a.v, _mm512_set1_ps(-0.0f))}; }
 inline VecF round(VecF a) { return {_mm512_roundscale_ps(a.v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)}; }
+inline MaskF less(VecF a, VecF b) { return _mm512_cmp_ps_mask(a.v, b.v, _CMP_LT_OQ); }
+inline MaskF is_nan(VecF a) { return _mm512_cmp_ps_mask(a.v, a.v, _CMP_UNORD_Q); }
+inline VecF select(MaskF m, VecF if_true, VecF if_false) { return {_mm512_mask_blend_ps(m, if_false.v, if_true.v)}; }
 inline float reduce_add(VecF a) { return _mm512_reduce_add_ps(a.v); }
 inline float reduce_max(VecF a) { return _mm512_reduce_max_ps(a.v); }
 // a * 2^n; scalef handles overflow to inf and underflow through denormals to 0.
 inline VecF ldexp(VecF a, VecF n) { return {_mm512_scalef_ps(a.v, n.v)}; }
 #else
+using MaskF = __m256;
 struct VecF {
   static constexpr int kWidth = 8;
   __m256 v;
@@ -61,10 +71,17 @@ struct VecF {
 inline VecF operator+(VecF a, VecF b) { return {_mm256_add_ps(a.v, b.v)}; }
 inline VecF operator-(VecF a, VecF b) { return {_mm256_sub_ps(a.v, b.v)}; }
 inline VecF operator*(VecF a, VecF b) { return {_mm256_mul_ps(a.v, b.v)}; }
+inline VecF operator/(VecF a, VecF b) { return {_mm256_div_ps(a.v, b.v)}; }
+inline VecF operator|(VecF a, VecF b) { return {_mm256_or_ps(a.v, b.v)}; }
 inline VecF fmadd(VecF a, VecF b, VecF c) { return {_mm256_fmadd_ps(a.v, b.v, c.v)}; }
 inline VecF max(VecF a, VecF b) { return {_mm256_max_ps(a.v, b.v)}; }
 inline VecF min(VecF a, VecF b) { return {_mm256_min_ps(a.v, b.v)}; }
+inline VecF abs(VecF a) { return {_mm256_andnot_ps(_mm256_set1_ps(-0.0f), a.v)}; }
+inline VecF sign_of(VecF a) { return {_mm256_and_ps(a.v, _mm256_set1_ps(-0.0f))}; }
 inline VecF round(VecF a) { return {_mm256_round_ps(a.v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)}; }
+inline MaskF less(VecF a, VecF b) { return _mm256_cmp_ps(a.v, b.v, _CMP_LT_OQ); }
+inline MaskF is_nan(VecF a) { return _mm256_cmp_ps(a.v, a.v, _CMP_UNORD_Q); }
+inline VecF select(MaskF m, VecF if_true, VecF if_false) { return {_mm256_blendv_ps(if_false.v, if_true.v, m)}; }
 inline float reduce_add(VecF a) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(a.v), _mm256_extractf128_ps(a.v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -86,11 +103,12 @@ inline VecF ldexp(VecF a, VecF n) {
 #endif
 
 // exp(x) = 2^n * e^r with n = round(x / ln2), |r| <= ln2 / 2, and e^r from the Cephes expf
-// polynomial (about 1 ulp). Inputs are clamped to [-104, 88.7]: below, the result is 0 anyway
-// (so -inf, a masked logit, gives exactly 0); above, it is inf. NaN propagates (max/min return
-// their second operand when either is NaN, so x goes second).
+// polynomial (about 1 ulp). Inputs are clamped to [-104, 89] (keeping n in ldexp's range): below,
+// the result is 0 anyway (so -inf, a masked logit, gives exactly 0); above, it is inf. NaN
+// propagates without a blend: max/min return their second operand when either is NaN, so x goes
+// second.
 inline VecF exp(VecF x) {
-  x = min(VecF::splat(88.7f), max(VecF::splat(-104.0f), x));
+  x = min(VecF::splat(89.0f), max(VecF::splat(-104.0f), x));
   const VecF n = round(x * VecF::splat(1.44269504088896341f));
   // r = x - n * ln2 in two steps (ln2 = hi + lo) to keep r exact.
   VecF r = fmadd(n, VecF::splat(-0.693359375f), x);
