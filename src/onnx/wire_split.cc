@@ -67,28 +67,43 @@ void put_varint(std::string& out, uint64_t v) {
   out.push_back(static_cast<char>(v));
 }
 
+// Calls fn(tag, payload, whole_field) for each field of the message in [begin, end), where
+// whole_field spans the tag, any length prefix and the payload.
+template <typename Fn>
+Status for_each_field(const uint8_t* base, size_t begin, size_t end, Fn&& fn) {
+  Reader r(base, begin, end);
+  while (!r.done()) {
+    const size_t field_start = r.pos();
+    OG_ASSIGN_OR_RETURN(uint64_t tag, r.varint());
+    OG_ASSIGN_OR_RETURN(ByteSpan payload, r.payload(static_cast<uint32_t>(tag & 7)));
+    OG_RETURN_IF_ERROR(fn(tag, payload, ByteSpan{field_start, r.pos() - field_start}));
+  }
+  return Status::ok();
+}
+
+bool is_field(uint64_t tag, uint32_t field) { return (tag >> 3) == field && (tag & 7) == kLengthDelimited; }
+
+void append(std::string& out, const uint8_t* base, ByteSpan span) {
+  out.append(reinterpret_cast<const char*>(base + span.offset), span.length);
+}
+
 // Copies the message in [begin, end) to `out`; a length-delimited field `field` is passed
 // through `rewrite` (which appends the new payload) instead of copied.
 template <typename Rewrite>
 Status copy_message(const uint8_t* base, size_t begin, size_t end, uint32_t field, std::string& out,
                     Rewrite&& rewrite) {
-  Reader r(base, begin, end);
-  while (!r.done()) {
-    const size_t field_start = r.pos();
-    OG_ASSIGN_OR_RETURN(uint64_t tag, r.varint());
-    const uint32_t wt = static_cast<uint32_t>(tag & 7);
-    OG_ASSIGN_OR_RETURN(ByteSpan span, r.payload(wt));
-    if ((tag >> 3) == field && wt == kLengthDelimited) {
-      std::string inner;
-      OG_RETURN_IF_ERROR(rewrite(span, inner));
-      put_varint(out, tag);
-      put_varint(out, inner.size());
-      out += inner;
-    } else {
-      out.append(reinterpret_cast<const char*>(base + field_start), r.pos() - field_start);
+  return for_each_field(base, begin, end, [&](uint64_t tag, ByteSpan payload, ByteSpan whole) -> Status {
+    if (!is_field(tag, field)) {
+      append(out, base, whole);
+      return Status::ok();
     }
-  }
-  return Status::ok();
+    std::string inner;
+    OG_RETURN_IF_ERROR(rewrite(payload, inner));
+    put_varint(out, tag);
+    put_varint(out, inner.size());
+    out += inner;
+    return Status::ok();
+  });
 }
 
 }  // namespace
@@ -98,19 +113,15 @@ Result<SplitModel> split_initializer_payloads(const uint8_t* data, size_t size) 
   split.stripped.reserve(size < (1u << 20) ? size : (1u << 20));
   auto strip_tensor = [&](ByteSpan tensor, std::string& out) -> Status {
     split.raw_data.emplace_back();
-    Reader r(data, tensor.offset, tensor.offset + tensor.length);
-    while (!r.done()) {
-      const size_t field_start = r.pos();
-      OG_ASSIGN_OR_RETURN(uint64_t tag, r.varint());
-      const uint32_t wt = static_cast<uint32_t>(tag & 7);
-      OG_ASSIGN_OR_RETURN(ByteSpan span, r.payload(wt));
-      if ((tag >> 3) == kTensorRawData && wt == kLengthDelimited) {
-        split.raw_data.back() = span;
-      } else {
-        out.append(reinterpret_cast<const char*>(data + field_start), r.pos() - field_start);
-      }
-    }
-    return Status::ok();
+    return for_each_field(data, tensor.offset, tensor.offset + tensor.length,
+                          [&](uint64_t tag, ByteSpan payload, ByteSpan whole) -> Status {
+                            if (is_field(tag, kTensorRawData)) {
+                              split.raw_data.back() = payload;
+                            } else {
+                              append(out, data, whole);
+                            }
+                            return Status::ok();
+                          });
   };
   auto strip_graph = [&](ByteSpan graph, std::string& out) -> Status {
     return copy_message(data, graph.offset, graph.offset + graph.length, kGraphInitializer, out, strip_tensor);

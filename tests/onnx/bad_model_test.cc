@@ -36,6 +36,19 @@ class BadModel : public ::testing::Test {
     EXPECT_EQ(msg.find('\n'), std::string::npos) << "error must be one line: " << msg;
     return msg;
   }
+  // The Add model with its weight moved to external data described by `entries`.
+  static ModelBuilder external_model(const std::vector<std::pair<std::string, std::string>>& entries) {
+    ModelBuilder b = add_model();
+    auto* w = b.graph().mutable_initializer(0);
+    w->clear_raw_data();
+    w->set_data_location(onnx::TensorProto::EXTERNAL);
+    for (const auto& [key, value] : entries) {
+      auto* e = w->add_external_data();
+      e->set_key(key);
+      e->set_value(value);
+    }
+    return b;
+  }
   static ModelBuilder add_model() {
     ModelBuilder b;
     b.input("x", onnx::TensorProto::FLOAT, {2});
@@ -80,13 +93,7 @@ TEST_F(BadModel, UnknownDtype) {
 }
 
 TEST_F(BadModel, MissingExternalData) {
-  ModelBuilder b = add_model();
-  auto* w = b.graph().mutable_initializer(0);
-  w->clear_raw_data();
-  w->set_data_location(onnx::TensorProto::EXTERNAL);
-  auto* loc = w->add_external_data();
-  loc->set_key("location");
-  loc->set_value("weights.bin");
+  ModelBuilder b = external_model({{"location", "weights.bin"}});
   const std::string msg = error_of(write("e.onnx", b.bytes()));
   EXPECT_NE(msg.find("missing external data"), std::string::npos) << msg;
   EXPECT_NE(msg.find("weights.bin"), std::string::npos) << msg;
@@ -103,18 +110,8 @@ TEST_F(BadModel, ExternalDataOffsetsValidated) {
                                                                         {"offset", "abc", "not a number"},
                                                                         {"location", "../weights.bin", "leaves the model folder"},
                                                                         {"location", "/etc/passwd", "must be relative"}}) {
-    ModelBuilder b = add_model();
-    auto* w = b.graph().mutable_initializer(0);
-    w->clear_raw_data();
-    w->set_data_location(onnx::TensorProto::EXTERNAL);
-    auto* loc = w->add_external_data();
-    loc->set_key("location");
-    loc->set_value(key == "location" ? value : "weights.bin");
-    if (key != "location") {
-      auto* e = w->add_external_data();
-      e->set_key(key);
-      e->set_value(value);
-    }
+    ModelBuilder b = key == "location" ? external_model({{"location", value}})
+                                       : external_model({{"location", "weights.bin"}, {key, value}});
     const std::string msg = error_of(write("x.onnx", b.bytes()));
     EXPECT_NE(msg.find(expect), std::string::npos) << key << "=" << value << ": " << msg;
   }
@@ -123,15 +120,7 @@ TEST_F(BadModel, ExternalDataOffsetsValidated) {
 TEST_F(BadModel, ExternalDataLoadsWhenValid) {
   const float values[2] = {10, 20};
   write("weights.bin", std::string(16, '\0') + std::string(reinterpret_cast<const char*>(values), 8));
-  ModelBuilder b = add_model();
-  auto* w = b.graph().mutable_initializer(0);
-  w->clear_raw_data();
-  w->set_data_location(onnx::TensorProto::EXTERNAL);
-  for (auto [k, v] : std::vector<std::pair<std::string, std::string>>{{"location", "weights.bin"}, {"offset", "16"}, {"length", "8"}}) {
-    auto* e = w->add_external_data();
-    e->set_key(k);
-    e->set_value(v);
-  }
+  ModelBuilder b = external_model({{"location", "weights.bin"}, {"offset", "16"}, {"length", "8"}});
   auto model = load_onnx_model(write("ok.onnx", b.bytes()));
   ASSERT_TRUE(model.is_ok()) << model.status().message();
   const Value* wv = (*model)->graph->find_value("w");
