@@ -131,7 +131,7 @@ function renderTable(rows, flags, context) {
     '"ours CPU" (threads:1 only) is the CPU time of our timing thread. It is a load gauge, not a ' +
       'result: when "ours" is several times "ours CPU", other processes had the cores during that ' +
       'case, and every wall time of the run, ORT\'s too, is inflated by an amount that varies.',
-    'Ours: `Session::run` on a compiled plan, the whole call (output allocation included). ' +
+    'Ours: `Session::run_into` on a compiled plan with reused output tensors, the whole call. ' +
       'ORT: its kernels alone as its own profiler times them, without its per-Run overhead: this ' +
       'flatters ORT, most in the smallest cases. ORT via Node: one call of the onnxruntime-node ' +
       'binding, for reference (N-API marshalling, output copies). call_overhead/add_1 shows the ' +

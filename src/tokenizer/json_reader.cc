@@ -8,26 +8,8 @@
 
 namespace onnx_genai::tokenizer {
 
-void JsonReader::skip_space() {
-  while (pos_ < text_.size() &&
-         (text_[pos_] == ' ' || text_[pos_] == '\n' || text_[pos_] == '\r' || text_[pos_] == '\t')) {
-    ++pos_;
-  }
-}
-
 Status JsonReader::error(std::string_view what) const {
   return OG_ERROR("JSON syntax error at offset ", pos_, ": ", what);
-}
-
-bool JsonReader::peek(char c) {
-  skip_space();
-  return pos_ < text_.size() && text_[pos_] == c;
-}
-
-bool JsonReader::consume(char c) {
-  if (!peek(c)) return false;
-  ++pos_;
-  return true;
 }
 
 Status JsonReader::expect(char c) {

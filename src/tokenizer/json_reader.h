@@ -16,11 +16,19 @@ class JsonReader {
   explicit JsonReader(std::string_view text) : text_(text) {}
 
   // Skips whitespace and reports whether the next character is `c` (without consuming it).
-  bool peek(char c);
+  // (Inline, as are skip_space and consume: they run several times per vocabulary entry.)
+  bool peek(char c) {
+    skip_space();
+    return pos_ < text_.size() && text_[pos_] == c;
+  }
   // Skips whitespace and consumes `c`, or fails naming the offset.
   Status expect(char c);
   // Consumes `c` if it is next; reports whether it did.
-  bool consume(char c);
+  bool consume(char c) {
+    if (!peek(c)) return false;
+    ++pos_;
+    return true;
+  }
   Result<std::string> read_string();
   // Reads a string into `out` (replacing its contents), reusing its buffer.
   Status read_string_into(std::string& out);
@@ -72,7 +80,10 @@ class JsonReader {
   }
 
  private:
-  void skip_space();
+  static bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+  void skip_space() {
+    while (pos_ < text_.size() && is_space(text_[pos_])) ++pos_;
+  }
   Status skip_string();
   Status error(std::string_view what) const;
 

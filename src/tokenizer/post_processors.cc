@@ -41,7 +41,9 @@ class NoOpPostProcessor : public PostProcessor {
 Result<int32_t> checked_id(const Json& id, const Vocabulary& vocab, const std::string& what) {
   if (!id.is_number_integer()) return OG_ERROR(what, ": id must be an integer, got ", id.dump());
   const int64_t value = id.get<int64_t>();
-  if (value < 0 || value >= vocab.size()) return OG_ERROR(what, ": id ", value, " is outside the vocabulary (size ", vocab.size(), ")");
+  if (value < 0 || value >= vocab.size()) {
+    return OG_ERROR(what, ": id ", value, " is outside the vocabulary (size ", vocab.size(), ")");
+  }
   return static_cast<int32_t>(value);
 }
 
@@ -54,7 +56,8 @@ Result<std::vector<int32_t>> special_token_ids(const Json& config, const std::st
       if (ids != entry->end() && ids->is_array()) {
         std::vector<int32_t> out;
         for (const Json& id : *ids) {
-          OG_ASSIGN_OR_RETURN(const int32_t checked, checked_id(id, vocab, "TemplateProcessing special token \"" + name + "\""));
+          const std::string what = "TemplateProcessing special token \"" + name + "\"";
+          OG_ASSIGN_OR_RETURN(const int32_t checked, checked_id(id, vocab, what));
           out.push_back(checked);
         }
         return out;
@@ -87,10 +90,13 @@ Result<std::unique_ptr<PostProcessor>> create_template(const Json& config, const
 }
 
 // BertProcessing / RobertaProcessing: [cls] A [sep], with cls and sep given as [token, id].
-Result<std::unique_ptr<PostProcessor>> create_cls_sep(const Json& config, const std::string& type, const Vocabulary& vocab) {
+Result<std::unique_ptr<PostProcessor>> create_cls_sep(const Json& config, const std::string& type,
+                                                      const Vocabulary& vocab) {
   auto id_of = [&](const char* key) -> Result<int32_t> {
     auto it = config.find(key);
-    if (it == config.end() || !it->is_array() || it->size() != 2) return OG_ERROR(type, ": \"", key, "\" must be [token, id]");
+    if (it == config.end() || !it->is_array() || it->size() != 2) {
+      return OG_ERROR(type, ": \"", key, "\" must be [token, id]");
+    }
     return checked_id((*it)[1], vocab, type + " " + key);
   };
   OG_ASSIGN_OR_RETURN(const int32_t cls, id_of("cls"));

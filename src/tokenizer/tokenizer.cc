@@ -57,7 +57,9 @@ Result<tokenizer::AddedToken> parse_added_token(const Json& entry, size_t index)
     return OG_ERROR("added_tokens[", index, "]: needs an integer \"id\" and a string \"content\"");
   }
   const int64_t id = entry["id"].get<int64_t>();
-  if (id < 0 || id >= tokenizer::Vocabulary::kMaxId) return OG_ERROR("added_tokens[", index, "]: id ", id, " is out of range");
+  if (id < 0 || id >= tokenizer::Vocabulary::kMaxId) {
+    return OG_ERROR("added_tokens[", index, "]: id ", id, " is out of range");
+  }
   tokenizer::AddedToken token;
   token.id = static_cast<int32_t>(id);
   token.content = entry["content"].get<std::string>();

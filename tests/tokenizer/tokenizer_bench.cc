@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <vector>
 
 #include "onnx_genai/tokenizer.h"
 
@@ -39,8 +40,9 @@ int main(int argc, char** argv) {
     auto tokenizer = onnx_genai::Tokenizer::load(argv[i]);
     for (int r = 0; r < kLoads && tokenizer; ++r) {
       const auto start = std::chrono::steady_clock::now();
-      tokenizer = onnx_genai::Tokenizer::load(argv[i]);
+      auto loaded = onnx_genai::Tokenizer::load(argv[i]);
       load_s.push_back(seconds_since(start));
+      tokenizer = std::move(loaded);  // frees the previous one outside the timed span
     }
     if (!tokenizer) {
       std::cerr << tokenizer.status().message() << "\n";

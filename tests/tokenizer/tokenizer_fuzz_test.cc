@@ -196,7 +196,7 @@ const char* const kHandWrittenSeeds[] = {
         "added_tokens": [{"id": 12, "content": "<eos>", "special": true}],
         "model": {"type": "Unigram", "unk_id": 0, "byte_fallback": true,
                   "vocab": [["<unk>", 0.0], ["▁", -2.0], ["▁he", -3.0], ["llo", -3.0], ["▁hello", -5.5], ["h", -4.0],
-                            ["e", -4.0], ["l", -4.0], ["o", -4.0], ["<0xE4>", -9.0], ["<0xBD>", -9.0], ["<0xA0>", -9.0]]}}})",
+                            ["e", -4.0], ["l", -4.0], ["o", -4.0], ["<0xE4>", -9.0], ["<0xBD>", -9.0], ["<0xA0>", -9.0]]}})",
     R"({"normalizer": {"type": "Sequence", "normalizers": [{"type": "NFKC"}, {"type": "Lowercase"}, {"type": "StripAccents"},
                        {"type": "Prepend", "prepend": "_"}]},
         "pre_tokenizer": {"type": "Sequence", "pretokenizers": [{"type": "WhitespaceSplit"}, {"type": "Whitespace"},
@@ -292,10 +292,12 @@ Json bad_pattern(Rng& rng) {
   return pick(rng, 4) == 0 ? Json{{"String", pattern}} : Json{{"Regex", pattern}};
 }
 
-Json nested(size_t depth) {
-  Json value = 1;
-  for (size_t i = 0; i < depth; ++i) value = Json::array({std::move(value)});
-  return value;
+// Replaces the first `marker` string in `text` by `depth` nested arrays, written as text: a
+// DOM that deep would overflow the stack of nlohmann's own (recursive) dump and copy.
+std::string nest_at(std::string text, const std::string& marker, size_t depth) {
+  const size_t at = text.find('"' + marker + '"');
+  if (at == std::string::npos) return text;
+  return text.replace(at, marker.size() + 2, std::string(depth, '[') + "1" + std::string(depth, ']'));
 }
 
 std::string random_type(Rng& rng) {
@@ -307,8 +309,11 @@ std::string random_type(Rng& rng) {
   return pick(rng, kTypes);
 }
 
-// One JSON-level edit at a random node (components are picked more often than vocab entries).
-Json mutate_json(Rng& rng, const Seed& seed) {
+// One JSON-level edit at a random node (components are picked more often than vocab entries);
+// returns the edited document as text.
+std::string mutate_json(Rng& rng, const Seed& seed) {
+  static const std::string kDeepMarker = "@@deep-nesting@@";
+  size_t depth = 0;
   Json doc = seed.doc;
   const auto& nodes = (pick(rng, 4) != 0 && !seed.components.empty()) ? seed.components : seed.nodes;
   const Json::json_pointer& path = pick(rng, nodes);
@@ -337,7 +342,8 @@ Json mutate_json(Rng& rng, const Seed& seed) {
       node = bad_id(rng);
       break;
     case 5:
-      node = nested(pick(rng, 2) ? 300 : 3000);  // the loader's limit is 256
+      node = kDeepMarker;
+      depth = pick(rng, 2) ? 300 : 100000;  // the loader's limit is 256
       break;
     case 6:  // another node's subtree in this place
       node = seed.doc[pick(rng, nodes)];
@@ -346,15 +352,16 @@ Json mutate_json(Rng& rng, const Seed& seed) {
       node = random_utf8(rng, pick(rng, 4) ? 8 : 2000);
       break;
     default:  // a vocabulary entry or added token that collides with existing ones
-      if (pick(rng, 2)) {
-        doc["model"]["vocab"][random_utf8(rng, 3)] = bad_id(rng);
-      } else {
+      if (Json& vocab = doc["model"]["vocab"]; pick(rng, 2)) {
+        if (vocab.is_object()) vocab[random_utf8(rng, 3)] = bad_id(rng);
+        if (vocab.is_array()) vocab.push_back({random_utf8(rng, 3), odd_value(rng)});
+      } else if (doc["added_tokens"].is_array()) {
         doc["added_tokens"].push_back({{"id", bad_id(rng)}, {"content", random_utf8(rng, 4)}, {"special", true},
                                        {"normalized", pick(rng, 2) == 0}, {"lstrip", true}, {"single_word", true}});
       }
       break;
   }
-  return doc;
+  return depth == 0 ? doc.dump() : nest_at(doc.dump(), kDeepMarker, depth);
 }
 
 // ---- Use of a loaded tokenizer ------------------------------------------------------------
@@ -403,7 +410,9 @@ void check_decode(const Tokenizer& tokenizer, std::span<const int32_t> ids, cons
   const bool all_valid = std::all_of(ids.begin(), ids.end(), [&](int32_t id) { return id >= 0 && id < tokenizer.vocab_size(); });
   auto text = tokenizer.decode(ids, options);
   ASSERT_EQ(text.is_ok(), all_valid);
-  if (all_valid) ASSERT_TRUE(is_valid_utf8(*text));
+  if (all_valid) {
+    ASSERT_TRUE(is_valid_utf8(*text));
+  }
 }
 
 // Exercises a tokenizer loaded from a mutant: nothing may crash; outputs stay valid UTF-8.
@@ -417,6 +426,10 @@ void exercise(const Tokenizer& tokenizer, Rng& rng) {
     }
     check_decode(tokenizer, *ids, {});
   }
+  // Every token of the (small) vocabulary at once: a token with broken text must not leak.
+  std::vector<int32_t> all(std::min(tokenizer.vocab_size(), 4096));
+  for (size_t id = 0; id < all.size(); ++id) all[id] = static_cast<int32_t>(id);
+  check_decode(tokenizer, all, {});
   const std::vector<int32_t> random = random_ids(rng, tokenizer.vocab_size(), 12);
   check_decode(tokenizer, random, {.skip_special_tokens = true});
   check_streaming(tokenizer, random, {}, /*check_join=*/false);
@@ -424,45 +437,40 @@ void exercise(const Tokenizer& tokenizer, Rng& rng) {
 
 // ---- Tests --------------------------------------------------------------------------------
 
-class TokenizerFuzz : public ::testing::Test {
+class TokenizerLoaderFuzz : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     for (const auto& [name, keep] : {std::pair<const char*, int64_t>{"llama2", 700}, {"qwen3", 600}, {"llama3", 600}}) {
       Json doc = Json::parse(read_file(model_file(name)), nullptr, /*allow_exceptions=*/false);
       ASSERT_FALSE(doc.is_discarded()) << name;
-      if (std::string(name) == "llama2") llama2_full_ = new std::string(doc.dump());
-      seeds_->push_back(make_seed(shrink(std::move(doc), keep)));
+      if (std::string(name) == "llama2") llama2_full_ = doc.dump();
+      seeds_.push_back(make_seed(shrink(std::move(doc), keep)));
     }
     for (const char* text : kHandWrittenSeeds) {
       Json doc = Json::parse(text, nullptr, /*allow_exceptions=*/false);
       ASSERT_FALSE(doc.is_discarded()) << text;
-      seeds_->push_back(make_seed(std::move(doc)));
+      seeds_.push_back(make_seed(std::move(doc)));
     }
-    config_seed_ = new Seed(make_seed(Json::parse(kConfigSeed)));
-  }
-  static void TearDownTestSuite() {
-    delete llama2_full_;
-    delete config_seed_;
-    seeds_->clear();
+    config_seed_ = make_seed(Json::parse(kConfigSeed));
   }
 
-  static inline std::vector<Seed>* seeds_ = new std::vector<Seed>();
-  static inline Seed* config_seed_ = nullptr;
-  static inline std::string* llama2_full_ = nullptr;
+  static inline std::vector<Seed> seeds_;
+  static inline Seed config_seed_;
+  static inline std::string llama2_full_;
 };
 
-TEST_F(TokenizerFuzz, EverySeedLoads) {
-  for (const Seed& seed : *seeds_) {
-    auto tokenizer = Tokenizer::from_json(seed.text, config_seed_->text);
+TEST_F(TokenizerLoaderFuzz, EverySeedLoads) {
+  for (const Seed& seed : seeds_) {
+    auto tokenizer = Tokenizer::from_json(seed.text, config_seed_.text);
     ASSERT_TRUE(tokenizer.is_ok()) << tokenizer.status().message() << "\n" << seed.text.substr(0, 200);
     Rng rng(1);
     exercise(**tokenizer, rng);
   }
 }
 
-TEST_F(TokenizerFuzz, MutatedTokenizerJsonLoadsOrFailsCleanly) {
+TEST_F(TokenizerLoaderFuzz, MutantsLoadOrFailCleanly) {
   constexpr int kSmallMutants = 10000;
-  constexpr int kLargeMutants = 200;
+  constexpr int kLargeMutants = 300;  // of the full llama2 file: 32k tokens, 59k merges
   Rng rng(20240611);
   int loaded = 0, failed = 0;
   auto attempt = [&](const std::string& json, const std::string& config) {
@@ -476,28 +484,27 @@ TEST_F(TokenizerFuzz, MutatedTokenizerJsonLoadsOrFailsCleanly) {
     exercise(**tokenizer, rng);
   };
   for (int i = 0; i < kSmallMutants; ++i) {
-    const Seed& seed = (*seeds_)[i % seeds_->size()];
-    std::string config = config_seed_->text;
+    const Seed& seed = seeds_[i % seeds_.size()];
+    std::string config = config_seed_.text;
     std::string json;
     switch (pick(rng, 8)) {
       case 0: case 1: case 2: json = mutate_bytes(rng, seed.text); break;
       case 7:  // the tokenizer_config.json instead
         json = seed.text;
-        config = pick(rng, 2) ? mutate_bytes(rng, config) : mutate_json(rng, *config_seed_).dump();
+        config = pick(rng, 2) ? mutate_bytes(rng, config) : mutate_json(rng, config_seed_);
         break;
-      default: json = mutate_json(rng, seed).dump(); break;
+      default: json = mutate_json(rng, seed); break;
     }
     attempt(json, config);
   }
-  for (int i = 0; i < kLargeMutants; ++i) attempt(mutate_bytes(rng, *llama2_full_), "");
-  EXPECT_EQ(loaded + failed, kSmallMutants + kLargeMutants);
+  for (int i = 0; i < kLargeMutants; ++i) attempt(mutate_bytes(rng, llama2_full_), "");
   // Both outcomes must be well represented, or the mutations are too weak or too strong.
   EXPECT_GT(loaded, 1000);
   EXPECT_GT(failed, 1000);
   std::printf("loader mutants: %d loaded, %d rejected\n", loaded, failed);
 }
 
-TEST_F(TokenizerFuzz, RandomInputThroughRealTokenizers) {
+TEST(TokenizerInputFuzz, RandomInputThroughRealTokenizers) {
   constexpr int kRoundsPerTokenizer = 17000;  // x 2 tokenizers x 3 inputs (bytes, UTF-8, ids)
   int operations = 0;
   for (const char* name : {"llama2", "qwen3"}) {

@@ -60,6 +60,31 @@ TEST(TokenizerBadInput, BadRegexAndMergesAreReported) {
             std::string::npos);
 }
 
+TEST(TokenizerBadInput, IdsOutsideTheVocabularyAreRejectedAtLoad) {
+  // Ids index dense tables: a huge one must be an error, not a multi-gigabyte allocation.
+  EXPECT_NE(load_error(R"({"model": {"type": "BPE", "vocab": {"a": 1099511627776}, "merges": []}})").find("out of range"),
+            std::string::npos);
+  EXPECT_NE(load_error(R"({"model": {"type": "BPE", "vocab": {"a": -1}, "merges": []}})").find("out of range"),
+            std::string::npos);
+  const std::string model = R"("model": {"type": "BPE", "vocab": {"a": 0, "b": 1}, "merges": []})";
+  EXPECT_NE(load_error("{" + model + R"(, "added_tokens": [{"id": 4294967296, "content": "<x>"}]})").find("added_tokens[0]"),
+            std::string::npos);
+  // A post-processor id must name a token, or encode would hand the model an id it lacks.
+  const std::string roberta = R"(, "post_processor": {"type": "RobertaProcessing", "cls": ["<s>", 7], "sep": ["b", 1]}})";
+  EXPECT_NE(load_error("{" + model + roberta).find("id 7 is outside the vocabulary (size 2)"), std::string::npos);
+  const std::string templ = R"(, "post_processor": {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<s>"}},
+      {"Sequence": {"id": "A"}}], "special_tokens": {"<s>": {"id": "<s>", "ids": [-3], "tokens": ["<s>"]}}}})";
+  EXPECT_NE(load_error("{" + model + templ).find("id -3 is outside the vocabulary"), std::string::npos);
+}
+
+TEST(TokenizerBadInput, InvalidUtf8AndDeepNestingInTheFileAreErrors) {
+  EXPECT_NE(load_error("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\xC3\": 0}, \"merges\": []}}").find("invalid UTF-8"),
+            std::string::npos);
+  std::string deep = R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}, "normalizer": )";
+  deep += std::string(300, '[') + std::string(300, ']') + "}";
+  EXPECT_NE(load_error(deep).find("nesting deeper than 256"), std::string::npos);
+}
+
 TEST(TokenizerBadInput, InvalidUtf8InputIsAnErrorWithItsOffset) {
   auto tokenizer = from_json(kTinyBpe);
   ASSERT_TRUE(tokenizer);
