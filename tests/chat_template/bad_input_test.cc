@@ -128,5 +128,16 @@ TEST(ChatTemplateRuntime, InvalidUtf8IsCarriedThrough) {
   EXPECT_EQ(render_error("{{ '\xe2\x80\xa8x' | trim }}"), "rendered: x");
 }
 
+TEST(ChatTemplateRuntime, Jinja2FilterMisuseIsAnError) {
+  // Each of these is a TypeError/FilterArgumentError in Python Jinja2 too.
+  EXPECT_NE(render_error("{{ [1] | select('no_such_test') }}").find("Unknown test: no_such_test"), std::string::npos);
+  EXPECT_NE(render_error("{{ 5 | select('odd') }}").find("Cannot apply filter \"select\" to type: IntegerValue"), std::string::npos);
+  EXPECT_NE(render_error("{{ 2.5 | round(1, 'up') }}").find("method must be common, ceil or floor"), std::string::npos);
+  EXPECT_NE(render_error("{{ 2.5 | round(1.5) }}").find("precision must be an integer"), std::string::npos);
+  EXPECT_NE(render_error("{{ 'a' | round }}").find("Cannot apply filter \"round\" to type: StringValue"), std::string::npos);
+  EXPECT_NE(render_error("{% for x in [1] %}{{ loop.cycle() }}{% endfor %}").find("no items for cycling given"), std::string::npos);
+  EXPECT_NE(render_error("{{ 5 | count }}").find("Unknown NumericValue filter: count"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace onnx_genai

@@ -1,8 +1,11 @@
 // `value | filter` and `value | filter(args)`, as @huggingface/jinja's applyFilter dispatches them:
-// first by the filter's form (bare name or call), then by the operand's type. Filters the
-// reference lacks (select, reject, round, batch, ...) are errors here too.
+// first by the filter's form (bare name or call), then by the operand's type. Beyond the reference,
+// select/reject, round, the bare `default` and the aliases `d` and `count` follow Python Jinja2;
+// other filters the reference lacks (batch, ...) are errors here too.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 
 #include "tokenizer/chat_template/interpreter.h"
 #include "tokenizer/chat_template/sort.h"
@@ -71,6 +74,103 @@ Result<Value> join_values(const Interpreter& interpreter, const Array& items, co
   return Value::string(std::move(out));
 }
 
+// `count` is Jinja2's other name for `length`.
+bool is_length_filter(const std::string& name) { return name == "length" || name == "count"; }
+
+Result<Value> default_filter(const Value& operand, const Arguments& args) {
+  const Value fallback = args.positional.empty() ? Value::string("") : args.positional[0];
+  const Value boolean = argument_or(args, 1, "boolean", Value::boolean(false));
+  if (!boolean.is(Kind::kBool)) return OG_ERROR("`default` filter flag must be a boolean");
+  if (operand.is(Kind::kUndefined) || (boolean.as_bool() && !truthy(operand))) return fallback;
+  return operand;
+}
+
+// Jinja2 select/reject: keep the items for which `item is test(arg)` holds (select) or fails
+// (reject); with no test, the items' truthiness. Iterates like a for loop (objects by key), and
+// strings by character as Python does.
+Result<Value> select_filter(const Value& operand, const std::string& name, const Arguments& args) {
+  Array items;
+  if (operand.is_array()) {
+    items = operand.as_array();
+  } else if (operand.is_object()) {
+    for (const auto& entry : operand.as_object().entries()) items.push_back(Value::string(entry.first));
+  } else if (operand.is(Kind::kString)) {
+    for (std::string_view c : split_code_points(operand.as_string())) items.push_back(Value::string(std::string(c)));
+  } else {
+    return OG_ERROR("Cannot apply filter \"", name, "\" to type: ", kind_name(operand.kind()));
+  }
+  if (args.keyword.size() > 0) return OG_ERROR("`", name, "` takes no keyword arguments");
+  if (args.positional.size() > 2) return OG_ERROR("`", name, "`: tests take at most one argument");
+  if (!args.positional.empty() && !args.positional[0].is(Kind::kString)) return OG_ERROR("`", name, "`: the test name must be a string");
+  const std::string* test = args.positional.empty() ? nullptr : &args.positional[0].as_string();
+  if (test && !is_known_test(*test)) return OG_ERROR("Unknown test: ", *test);
+  const Value* test_argument = args.positional.size() > 1 ? &args.positional[1] : nullptr;
+  const bool keep_passing = name == "select";
+  Array kept;
+  for (const Value& item : items) {
+    bool passes = false;
+    if (test) {
+      OG_ASSIGN_OR_RETURN(passes, run_test(*test, item, test_argument));
+    } else {
+      passes = truthy(item);
+    }
+    if (passes == keep_passing) kept.push_back(item);
+  }
+  return Value::array(std::move(kept));
+}
+
+// Python's round(x, digits): correctly rounded, ties to even. printf rounds the exact binary value
+// that way; negative digits scale instead (exact for the integers and ties that occur in practice).
+double round_half_even(double x, int digits) {
+  if (digits >= 0) {
+    char text[512];
+    std::snprintf(text, sizeof text, "%.*f", std::min(digits, 400), x);
+    return std::strtod(text, nullptr);
+  }
+  const double scale = std::pow(10.0, -std::max(digits, -308));
+  return std::nearbyint(x / scale) * scale;
+}
+
+// Jinja2 round(precision=0, method='common'): 'common' is Python's round (an int stays an int),
+// 'ceil' and 'floor' give math.ceil/floor(x * 10**precision) / 10**precision as a float.
+Result<Value> round_filter(const Value& operand, const Arguments& args) {
+  if (!operand.is_number() && !operand.is(Kind::kBool)) {
+    return OG_ERROR("Cannot apply filter \"round\" to type: ", kind_name(operand.kind()));
+  }
+  const double x = operand.is(Kind::kBool) ? (operand.as_bool() ? 1 : 0) : operand.as_number();
+  const Value precision = argument_or(args, 0, "precision", Value::integer(0));
+  if (!precision.is(Kind::kInt)) return OG_ERROR("round: precision must be an integer");
+  const Value method = argument_or(args, 1, "method", Value::string("common"));
+  const std::string method_name = method.is(Kind::kString) ? method.as_string() : "";
+  if (method_name != "common" && method_name != "ceil" && method_name != "floor") {
+    return OG_ERROR("round: method must be common, ceil or floor");
+  }
+  const int digits = static_cast<int>(std::clamp(precision.as_number(), -1000.0, 1000.0));
+  if (method_name == "common") {
+    if (std::isnan(x) || std::isinf(x)) return Value::floating(x);
+    const bool stays_integer = !operand.is(Kind::kFloat);
+    if (stays_integer && digits >= 0) return Value::integer(x);
+    const double rounded = round_half_even(x, digits);
+    if (std::isinf(rounded)) return OG_ERROR("round: rounded value too large to represent");
+    return stays_integer ? Value::integer(rounded) : Value::floating(rounded);
+  }
+  const double scale = std::pow(10.0, digits);
+  const double scaled = x * scale;
+  if (!std::isfinite(scale) || !std::isfinite(scaled)) return OG_ERROR("round: cannot ", method_name, " ", js_number_to_string(x), " at precision ", digits);
+  return Value::floating((method_name == "ceil" ? std::ceil(scaled) : std::floor(scaled)) / scale);
+}
+
+// Filters that have Python Jinja2 semantics and dispatch on the filter, not the operand's type.
+bool is_jinja2_filter(const std::string& name) {
+  return name == "default" || name == "d" || name == "select" || name == "reject" || name == "round";
+}
+
+Result<Value> jinja2_filter(const Value& operand, const std::string& name, const Arguments& args) {
+  if (name == "default" || name == "d") return default_filter(operand, args);
+  if (name == "round") return round_filter(operand, args);
+  return select_filter(operand, name, args);
+}
+
 Result<Value> array_filter(const Interpreter& interpreter, const Value& operand, const std::string& name) {
   const Array& items = operand.as_array();
   if (name == "list") return operand;
@@ -78,7 +178,7 @@ Result<Value> array_filter(const Interpreter& interpreter, const Value& operand,
     if (items.empty()) return Value();
     return name == "first" ? items.front() : items.back();
   }
-  if (name == "length") return Value::integer(static_cast<double>(items.size()));
+  if (is_length_filter(name)) return Value::integer(static_cast<double>(items.size()));
   if (name == "reverse") return Value::array(Array(items.rbegin(), items.rend()));
   if (name == "sort") {
     Array sorted = items;
@@ -106,8 +206,8 @@ Result<Value> array_filter(const Interpreter& interpreter, const Value& operand,
 
 Result<Value> string_filter(Interpreter& interpreter, const Value& operand, const std::string& name, const EnvPtr& env) {
   const std::string& text = operand.as_string();
-  if (name == "length" || name == "upper" || name == "lower" || name == "title" || name == "capitalize") {
-    Value member = builtin_member(operand, name);
+  if (is_length_filter(name) || name == "upper" || name == "lower" || name == "title" || name == "capitalize") {
+    Value member = builtin_member(operand, is_length_filter(name) ? "length" : name);
     if (!member.is(Kind::kFunction)) return member;
     std::vector<Value> none;
     return interpreter.call(member, none, env);
@@ -140,6 +240,7 @@ Result<Value> number_filter(const Value& operand, const std::string& name) {
 
 Result<Value> named_filter(Interpreter& interpreter, const Value& operand, const std::string& name, const EnvPtr& env) {
   if (name == "safe") return operand;
+  if (is_jinja2_filter(name)) return jinja2_filter(operand, name, Arguments{});
   if (name == "tojson") {
     OG_ASSIGN_OR_RETURN(std::string json, to_json(operand, JsonOptions{}));
     return Value::string(std::move(json));
@@ -148,7 +249,7 @@ Result<Value> named_filter(Interpreter& interpreter, const Value& operand, const
   if (operand.is(Kind::kString)) return string_filter(interpreter, operand, name, env);
   if (operand.is_number()) return number_filter(operand, name);
   if (operand.is_object()) {
-    if (name == "length") return Value::integer(static_cast<double>(operand.as_object().size()));
+    if (is_length_filter(name)) return Value::integer(static_cast<double>(operand.as_object().size()));
     Value member = builtin_member(operand, name);
     if (member.is(Kind::kFunction)) {
       std::vector<Value> none;
@@ -266,6 +367,7 @@ Result<Value> called_filter(Interpreter& interpreter, const Value& operand, cons
   }
   OG_ASSIGN_OR_RETURN(Arguments args, interpreter.eval_arguments(filter.list, env));
   if (name == "tojson") return tojson_filter(operand, args);
+  if (is_jinja2_filter(name)) return jinja2_filter(operand, name, args);
   if (name == "join") {
     const Value separator = argument_or(args, 0, "separator", Value::string(""));
     Array items;
@@ -290,13 +392,6 @@ Result<Value> called_filter(Interpreter& interpreter, const Value& operand, cons
     if (operand.is_number()) return operand;
     if (operand.is(Kind::kBool)) return to_int ? Value::integer(operand.as_bool()) : Value::floating(operand.as_bool());
     return OG_ERROR("Cannot apply filter \"", name, "\" to type: ", kind_name(operand.kind()));
-  }
-  if (name == "default") {
-    const Value fallback = args.positional.empty() ? Value::string("") : args.positional[0];
-    const Value boolean = argument_or(args, 1, "boolean", Value::boolean(false));
-    if (!boolean.is(Kind::kBool)) return OG_ERROR("`default` filter flag must be a boolean");
-    if (operand.is(Kind::kUndefined) || (boolean.as_bool() && !truthy(operand))) return fallback;
-    return operand;
   }
   if (operand.is_array()) {
     if (name == "sort") return sort_filter(operand, args);

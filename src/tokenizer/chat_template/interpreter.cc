@@ -160,6 +160,15 @@ std::vector<T> slice_items(const std::vector<T>& items, const Value& start_value
   return out;
 }
 
+// Jinja2's loop.cycle(*values): the value at this iteration's index, modulo their count.
+Value loop_cycle(size_t index) {
+  return Value::function([index](Interpreter&, std::vector<Value>& args, const EnvPtr&) -> Result<Value> {
+    if (!args.empty() && args.back().is(Kind::kKwargs)) return OG_ERROR("loop.cycle() takes no keyword arguments");
+    if (args.empty()) return OG_ERROR("loop.cycle(): no items for cycling given");
+    return args[index % args.size()];
+  });
+}
+
 }  // namespace
 
 Result<std::string> Interpreter::run(const Node& program, const EnvPtr& global) {
@@ -574,6 +583,7 @@ Result<Value> Interpreter::eval_for(const Node& node, const EnvPtr& env) {
     loop.append_new("length", Value::integer(count));
     loop.append_new("previtem", i > 0 ? items[i - 1] : Value());
     loop.append_new("nextitem", i + 1 < items.size() ? items[i + 1] : Value());
+    loop.append_new("cycle", loop_cycle(i));
     scope->set("loop", Value::object(std::move(loop)));
     OG_RETURN_IF_ERROR(assign(scope, items[i]));
     Result<Value> body = eval_block(node.body, scope);
