@@ -64,6 +64,26 @@ std::string shorthand(char c, bool in_class) {
   }
 }
 
+// Copies an escape that is the same in both dialects apart from spelling: \uXXXX becomes
+// \x{XXXX}; \p{..}, \P{..} and \x{..} pass through. Returns false (leaving `i`) for any other
+// escape; on true, `i` is past the escape.
+Result<bool> copy_braced_escape(std::string_view p, size_t& i, std::string& out) {
+  const char e = p[i + 1];
+  if (e == 'u' && i + 5 < p.size()) {
+    out += "\\x{" + std::string(p.substr(i + 2, 4)) + "}";
+    i += 6;
+    return true;
+  }
+  if ((e == 'p' || e == 'P' || e == 'x') && i + 2 < p.size() && p[i + 2] == '{') {
+    const size_t close = p.find('}', i);
+    if (close == std::string_view::npos) return OG_ERROR("unterminated \\", e, "{ at offset ", i);
+    out += p.substr(i, close + 1 - i);
+    i = close + 1;
+    return true;
+  }
+  return false;
+}
+
 // Translates the body of a character class starting after '['; returns the index after ']'.
 Result<size_t> translate_class(std::string_view p, size_t i, bool fold, std::string& out) {
   out += '[';
@@ -78,18 +98,8 @@ Result<size_t> translate_class(std::string_view p, size_t i, bool fold, std::str
     }
     if (c == '\\' && i + 1 < p.size()) {
       const char e = p[i + 1];
-      if (e == 'u' && i + 5 < p.size()) {
-        out += "\\x{" + std::string(p.substr(i + 2, 4)) + "}";
-        i += 6;
-        continue;
-      }
-      if ((e == 'p' || e == 'P' || e == 'x') && i + 2 < p.size() && p[i + 2] == '{') {
-        const size_t close = p.find('}', i);
-        if (close == std::string_view::npos) return OG_ERROR("unterminated \\", e, "{ at offset ", i);
-        out += p.substr(i, close + 1 - i);
-        i = close + 1;
-        continue;
-      }
+      OG_ASSIGN_OR_RETURN(bool braced, copy_braced_escape(p, i, out));
+      if (braced) continue;
       std::string rewrite = shorthand(e, true);
       if (!rewrite.empty()) {
         out += rewrite;
@@ -133,18 +143,8 @@ Result<std::string> translate_oniguruma(std::string_view p) {
     if (c == '\\' && i + 1 < p.size()) {
       const char e = p[i + 1];
       after_quantifier = false;
-      if (e == 'u' && i + 5 < p.size()) {
-        out += "\\x{" + std::string(p.substr(i + 2, 4)) + "}";
-        i += 6;
-        continue;
-      }
-      if ((e == 'p' || e == 'P' || e == 'x') && i + 2 < p.size() && p[i + 2] == '{') {
-        const size_t close = p.find('}', i);
-        if (close == std::string_view::npos) return OG_ERROR("unterminated \\", e, "{ at offset ", i);
-        out += p.substr(i, close + 1 - i);
-        i = close + 1;
-        continue;
-      }
+      OG_ASSIGN_OR_RETURN(bool braced, copy_braced_escape(p, i, out));
+      if (braced) continue;
       std::string rewrite = shorthand(e, false);
       out += rewrite.empty() ? std::string(p.substr(i, 2)) : rewrite;
       i += 2;

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <set>
 
+#include "tokenizer/chat_template/depth_guard.h"
 #include "tokenizer/chat_template/lexer.h"
 #include "tokenizer/chat_template/text.h"
 
@@ -17,18 +18,6 @@ const Value* Env::lookup(const std::string& name) const {
 }
 
 namespace {
-
-// Keeps the evaluation depth counter balanced on every return path.
-class DepthGuard {
- public:
-  explicit DepthGuard(int& depth) : depth_(depth) { ++depth_; }
-  ~DepthGuard() { --depth_; }
-  DepthGuard(const DepthGuard&) = delete;
-  DepthGuard& operator=(const DepthGuard&) = delete;
-
- private:
-  int& depth_;
-};
 
 // findAccessedSpecialMacroArguments: which of `kwargs` / `varargs` a macro body reads without
 // declaring them; only those are bound (otherwise extra arguments are an error).

@@ -4,6 +4,8 @@
 #include <initializer_list>
 #include <set>
 
+#include "tokenizer/chat_template/depth_guard.h"
+
 namespace onnx_genai::chat_template {
 
 namespace {
@@ -25,18 +27,6 @@ class Parser {
 
  private:
   enum class ArgsMode { kCall, kParameters };
-
-  // Counts nesting; parse functions that recurse hold one.
-  class DepthGuard {
-   public:
-    explicit DepthGuard(int& depth) : depth_(depth) { ++depth_; }
-    ~DepthGuard() { --depth_; }
-    DepthGuard(const DepthGuard&) = delete;
-    DepthGuard& operator=(const DepthGuard&) = delete;
-
-   private:
-    int& depth_;
-  };
 
   const Token& peek(size_t ahead = 0) const { return tokens_[std::min(current_ + ahead, tokens_.size() - 1)]; }
   const Token& next() {
