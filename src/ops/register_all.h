@@ -18,7 +18,8 @@ class OpRegistry;
   X(gather)               \
   X(concat_split)         \
   X(slice)                \
-  X(generator)
+  X(generator)            \
+  X(quantized_matmul)
 
 #define OG_DECLARE_FAMILY(family)                  \
   void register_##family##_schemas(OpRegistry&);   \
