@@ -47,7 +47,8 @@ struct BenchCase {
 
 Result<DType> dtype_from_manifest(const std::string& name) {
   static const std::map<std::string, DType> kNames = {
-      {"float32", DType::kF32}, {"float16", DType::kF16}, {"bfloat16", DType::kBF16}, {"int64", DType::kI64}};
+      {"float32", DType::kF32}, {"float16", DType::kF16}, {"bfloat16", DType::kBF16}, {"int64", DType::kI64},
+      {"int32", DType::kI32}};
   auto it = kNames.find(name);
   if (it == kNames.end()) return OG_ERROR("bench manifest: unknown dtype '", name, "'");
   return it->second;

@@ -60,7 +60,7 @@ export function threadSettings() {
   return [['1', 1], ['all', os.availableParallelism()]];
 }
 
-const kTypedArrays = { float32: Float32Array, float16: Uint16Array, int64: BigInt64Array };
+const kTypedArrays = { float32: Float32Array, float16: Uint16Array, int64: BigInt64Array, int32: Int32Array };
 
 function readInput(ort, modelsDir, input) {
   const ArrayType = kTypedArrays[input.dtype];

@@ -1,8 +1,12 @@
-// Runs a model in ONNX Runtime (tests/oracle/ort_run.mjs on onnxruntime-node) from C++ tests, so
+// Runs models in ONNX Runtime (tests/oracle/ort_run.mjs on onnxruntime-node) from C++ tests, so
 // our Session's outputs can be compared with an independent implementation.
 //
 //   auto ort = run_onnx_runtime("model.onnx", {{"input_ids", ids}});
 //   ASSERT_TRUE(ort.is_ok()) << ort.status().message();   // fails, never skips, without Node/ORT
+//
+// Many models at once, in one Node process (inputs already written with write_tensor_dir):
+//   auto ort = run_onnx_runtime_batch({{"a.onnx", "a_in", "a_out"}, ...}, scratch);
+//   // (*ort)[i] holds case i's outputs, or why ORT rejected it
 //
 // Tensors cross the process boundary as a folder: manifest.json = [{name, dtype, dims, file}] plus
 // raw little-endian files (the format ort_run.mjs documents). Targets including this header
@@ -154,25 +158,68 @@ inline Result<std::vector<NamedTensor>> read_tensor_dir(const std::filesystem::p
   return tensors;
 }
 
+inline std::string ort_run_command(const std::string& arguments, int threads) {
+  const std::string script = std::string(OG_SOURCE_DIR) + "/tests/oracle/ort_run.mjs";
+  return "node " + shell_quote(script) + " " + arguments + " --threads " + std::to_string(threads);
+}
+
+// The reason from a failed ort_run.mjs: its last stderr (or stdout) line.
+inline Status ort_run_failure(const CommandResult& run) {
+  std::string why = run.err.empty() ? run.out : run.err;
+  while (!why.empty() && why.back() == '\n') why.pop_back();
+  why = why.substr(why.rfind('\n') + 1);
+  return OG_ERROR("ONNX Runtime oracle failed (exit ", run.exit_code, "): ", why,
+                  run.exit_code == 127 ? " (is Node.js installed? run scripts/install-deps)" : "");
+}
+
 // Runs `model_path` in ONNX Runtime on `inputs`; returns every model output in the model's order.
 inline Result<std::vector<NamedTensor>> run_onnx_runtime(const std::string& model_path,
                                                          const std::vector<NamedTensor>& inputs, int threads = 1) {
   ScopedTempDir scratch;
   if (!scratch.valid()) return OG_ERROR("cannot create a temporary directory for the ONNX Runtime oracle");
   OG_RETURN_IF_ERROR(write_tensor_dir(scratch.path() / "in", inputs));
-  const std::string script = std::string(OG_SOURCE_DIR) + "/tests/oracle/ort_run.mjs";
-  const std::string command = "node " + shell_quote(script) + " " + shell_quote(model_path) + " " +
-                              shell_quote((scratch.path() / "in").string()) + " " +
-                              shell_quote((scratch.path() / "out").string()) + " --threads " + std::to_string(threads);
-  OG_ASSIGN_OR_RETURN(CommandResult run, run_command(command, scratch.path()));
-  if (run.exit_code != 0) {
-    std::string why = run.err.empty() ? run.out : run.err;
-    while (!why.empty() && why.back() == '\n') why.pop_back();
-    why = why.substr(why.rfind('\n') + 1);  // the last line carries the reason
-    return OG_ERROR("ONNX Runtime oracle failed (exit ", run.exit_code, "): ", why,
-                    run.exit_code == 127 ? " (is Node.js installed? run scripts/install-deps)" : "");
-  }
+  const std::string arguments = shell_quote(model_path) + " " + shell_quote((scratch.path() / "in").string()) + " " +
+                                shell_quote((scratch.path() / "out").string());
+  OG_ASSIGN_OR_RETURN(CommandResult run, run_command(ort_run_command(arguments, threads), scratch.path()));
+  if (run.exit_code != 0) return ort_run_failure(run);
   return read_tensor_dir(scratch.path() / "out");
+}
+
+struct OrtBatchCase {
+  std::string model;
+  std::filesystem::path in_dir;   // inputs in write_tensor_dir's format
+  std::filesystem::path out_dir;  // receives the outputs (or error.txt); created by the oracle
+};
+
+// Runs every case in one Node process (ort_run.mjs --batch): Node and ORT start once. Fails as a
+// whole only when the oracle cannot run; a case ORT rejects carries ORT's reason in its slot.
+// `scratch` receives the case list and the oracle's captured output.
+inline Result<std::vector<Result<std::vector<NamedTensor>>>> run_onnx_runtime_batch(
+    const std::vector<OrtBatchCase>& cases, const std::filesystem::path& scratch, int threads = 1) {
+  const auto list_path = scratch / "ort_batch.tsv";
+  {
+    std::ofstream list(list_path);
+    for (const OrtBatchCase& c : cases) {
+      std::error_code ignored;
+      std::filesystem::remove_all(c.out_dir, ignored);  // no stale outputs or error.txt from an earlier run
+      list << c.model << '\t' << c.in_dir.string() << '\t' << c.out_dir.string() << '\n';
+    }
+    if (!list) return OG_ERROR("cannot write ", list_path.string());
+  }
+  OG_ASSIGN_OR_RETURN(CommandResult run,
+                      run_command(ort_run_command("--batch " + shell_quote(list_path.string()), threads), scratch));
+  if (run.exit_code != 0) return ort_run_failure(run);
+  std::vector<Result<std::vector<NamedTensor>>> results;
+  for (const OrtBatchCase& c : cases) {
+    auto error = read_text_file(c.out_dir / "error.txt");
+    if (error.is_ok()) {
+      while (!error->empty() && error->back() == '\n') error->pop_back();
+      results.push_back(OG_ERROR("ONNX Runtime rejected ", c.model, ": ", *error));
+    } else {
+      results.push_back(read_tensor_dir(c.out_dir));
+    }
+  }
+  return results;
 }
 
 }  // namespace onnx_genai::testing

@@ -19,10 +19,23 @@ Cases (opset 17) and what their size means:
                                (32000: Llama-2, 151936: Qwen).
   call_overhead/add_1          f32 Add of one element: the fixed cost of one run call, which
                                dominates the smallest cases (for ORT it includes the Node binding).
+  matmul_nbits/MxKxN/bB/accL   com.microsoft MatMulNBits, f32 Y[M,N] = A[M,K] x B^T: B 4-bit,
+                               block B along K, symmetric (no zero points: the model builder's
+                               default), f32 scales; accuracy_level L (0: f32 activations, 4:
+                               ORT quantises A to int8 per block). KxN 4096x4096 (attention
+                               projection), 4096x14336 (MLP up/gate), 14336x4096 (MLP down).
+                               The four models of one weight matrix share its external data
+                               file (*.weights.bin).
+  gqa/HqxHkvxD/ctxL            com.microsoft GroupQueryAttention decode step, f32, batch 1: one
+                               new token attends to L positions (L - 1 in past_key/past_value
+                               [1, Hkv, L - 1, D], the new one from key/value), present_key/value
+                               [1, Hkv, L, D] written as separate outputs (model-builder CPU
+                               models do not share the past and present buffers); no rotary.
 
 manifest.json lists, per case: name, model file, inputs (name, dtype, shape, raw little-endian
-data file) in the graph's input order, and the work one run does: `flops` (matmul) and `bytes`
-(the least memory traffic: inputs, weights and output once each), for GFLOP/s and GB/s.
+data file) in the graph's input order, and the work one run does: `flops` (FLOP-bound matmuls)
+and `bytes` (the least memory traffic: inputs, weights and outputs once each), for GFLOP/s and
+GB/s.
 """
 
 import json
@@ -31,7 +44,7 @@ import sys
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, external_data_helper, helper, numpy_helper
 
 OPSET = 17
 GATHER_TABLE = (32000, 64)
@@ -43,6 +56,7 @@ DTYPES = {
     "f16": (TensorProto.FLOAT16, np.float16, "float16"),
     "bf16": (TensorProto.BFLOAT16, np.uint16, "bfloat16"),
     "i64": (TensorProto.INT64, np.int64, "int64"),
+    "i32": (TensorProto.INT32, np.int32, "int32"),
 }
 
 
@@ -71,29 +85,37 @@ class Writer:
         self.cases = []
 
     def add(self, name, node, inputs, initializers, output_shape, output_dtype, flops=0,
-            weight_bytes_read=None):
-        """inputs: list of (input name, dtype key, f32/i64 numpy values). weight_bytes_read: the
-        initializer bytes one run must read, when that is less than all of them (gather)."""
+            weight_bytes_read=None, extra_outputs=()):
+        """inputs: list of (input name, dtype key, numpy values[, declared shape]).
+        weight_bytes_read: the initializer bytes one run must read, when that is less than all of
+        them (gather) or they are external (matmul_nbits).
+        Output "Y" has output_shape; extra_outputs lists further (name, dtype key, shape, shape as
+        the graph declares it: symbolic dims allowed)."""
         stem = name.replace("/", "_")
-        graph_inputs = [helper.make_tensor_value_info(n, DTYPES[d][0], v.shape) for n, d, v in inputs]
-        output = helper.make_tensor_value_info("Y", DTYPES[output_dtype][0], output_shape)
-        graph = helper.make_graph([node], stem, graph_inputs, [output], initializer=initializers)
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
-                                  producer_name="onnx-genai make_bench_models")
+        graph_inputs = [helper.make_tensor_value_info(i[0], DTYPES[i[1]][0], i[3] if len(i) > 3 else i[2].shape)
+                        for i in inputs]
+        outputs = [("Y", output_dtype, output_shape, output_shape), *extra_outputs]
+        graph_outputs = [helper.make_tensor_value_info(n, DTYPES[d][0], declared) for n, d, _, declared in outputs]
+        graph = helper.make_graph([node], stem, graph_inputs, graph_outputs, initializer=initializers)
+        opsets = [helper.make_opsetid("", OPSET)]
+        if node.domain:
+            opsets.append(helper.make_opsetid(node.domain, 1))
+        model = helper.make_model(graph, opset_imports=opsets, producer_name="onnx-genai make_bench_models")
         model.ir_version = 8
-        onnx.checker.check_model(model)
-        onnx.save(model, os.path.join(self.out_dir, stem + ".onnx"))
+        model_path = os.path.join(self.out_dir, stem + ".onnx")
+        onnx.save(model, model_path)
+        onnx.checker.check_model(model_path)  # by path: external data resolves next to the model
 
         manifest_inputs = []
-        for index, (input_name, dtype, values) in enumerate(inputs):
+        for index, (input_name, dtype, values, *_) in enumerate(inputs):
             data_file = f"{stem}.in{index}.bin"
             to_storage(values, dtype).tofile(os.path.join(self.out_dir, data_file))
             manifest_inputs.append({"name": input_name, "dtype": DTYPES[dtype][2],
                                     "shape": list(values.shape), "file": data_file})
-        output_bytes = int(np.prod(output_shape)) * np.dtype(DTYPES[output_dtype][1]).itemsize
+        output_bytes = sum(int(np.prod(shape)) * np.dtype(DTYPES[d][1]).itemsize for _, d, shape, _ in outputs)
         if weight_bytes_read is None:
             weight_bytes_read = sum(len(t.raw_data) for t in initializers)
-        traffic = sum(to_storage(v, d).nbytes for _, d, v in inputs) + output_bytes + weight_bytes_read
+        traffic = sum(to_storage(v, d).nbytes for _, d, v, *_ in inputs) + output_bytes + weight_bytes_read
         self.cases.append({"name": name, "model": stem + ".onnx", "inputs": manifest_inputs,
                            "flops": flops, "bytes": traffic})
 
@@ -157,6 +179,72 @@ def add_softmaxes(writer, rng):
         writer.add(f"softmax/{width}", node, [("X", "f32", logits)], [], [1, width], "f32")
 
 
+def external_initializers(out_dir, file_name, arrays):
+    """Writes `arrays` (name -> numpy array) into one raw file, each at a 64-byte-aligned offset,
+    and returns initializers that reference it: models sharing weights share the file."""
+    tensors = []
+    with open(os.path.join(out_dir, file_name), "wb") as f:
+        for name, values in arrays.items():
+            f.write(b"\0" * (-f.tell() % 64))
+            offset = f.tell()
+            f.write(values.tobytes())
+            tensor = numpy_helper.from_array(values, name)
+            external_data_helper.set_external_data(tensor, file_name, offset, values.nbytes)
+            tensor.ClearField("raw_data")
+            tensor.data_location = TensorProto.EXTERNAL
+            tensors.append(tensor)
+    return tensors
+
+
+def add_matmul_nbits(writer, rng):
+    bits = 4
+    for k, n in [(4096, 4096), (4096, 14336), (14336, 4096)]:
+        for block in [32, 128]:
+            blocks = (k + block - 1) // block
+            codes = rng.integers(0, 256, size=(n, blocks, block * bits // 8), dtype=np.uint8)
+            # Signed scales, as symmetric quantisers write them (the sign of the block's extreme).
+            scales = rng.uniform(-0.02, 0.02, size=(n * blocks,)).astype(np.float32)
+            weights_file = f"matmul_nbits_{k}x{n}_b{block}.weights.bin"
+            initializers = external_initializers(writer.out_dir, weights_file, {"B": codes, "scales": scales})
+            for m in [1, 32]:
+                a = uniform(rng, (m, k))
+                for level in [0, 4]:
+                    node = helper.make_node("MatMulNBits", ["A", "B", "scales"], ["Y"], domain="com.microsoft",
+                                            K=k, N=n, bits=bits, block_size=block, accuracy_level=level)
+                    # M = 1 streams the weights once (GB/s says more); M = 32 is FLOP-bound.
+                    writer.add(f"matmul_nbits/{m}x{k}x{n}/b{block}/acc{level}", node, [("A", "f32", a)],
+                               initializers, [m, n], "f32", flops=2 * m * k * n if m > 1 else 0,
+                               weight_bytes_read=codes.nbytes + scales.nbytes)
+
+
+def add_group_query_attentions(writer, rng):
+    for heads, kv_heads, head_size in [(32, 8, 128), (14, 2, 64)]:
+        for context in [128, 2048, 8192]:
+            past = context - 1
+            # Sequence lengths declared symbolic, as in model-builder graphs: ORT's shape inference
+            # otherwise takes present's length from past's and warns on every run.
+            declared_past = [1, kv_heads, "past_sequence_length", head_size]
+            inputs = [
+                ("query", "f32", uniform(rng, (1, 1, heads * head_size))),
+                ("key", "f32", uniform(rng, (1, 1, kv_heads * head_size))),
+                ("value", "f32", uniform(rng, (1, 1, kv_heads * head_size))),
+                ("past_key", "f32", uniform(rng, (1, kv_heads, past, head_size)), declared_past),
+                ("past_value", "f32", uniform(rng, (1, kv_heads, past, head_size)), declared_past),
+                # seqlens_k: index of the last valid position (total length - 1), per batch entry.
+                ("seqlens_k", "i32", np.array([context - 1], dtype=np.int32)),
+                ("total_sequence_length", "i32", np.array(context, dtype=np.int32)),
+            ]
+            node = helper.make_node("GroupQueryAttention", [i[0] for i in inputs],
+                                    ["Y", "present_key", "present_value"], domain="com.microsoft",
+                                    num_heads=heads, kv_num_heads=kv_heads)
+            present = [1, kv_heads, context, head_size]
+            declared = [1, kv_heads, "total_sequence_length", head_size]
+            writer.add(f"gqa/{heads}x{kv_heads}x{head_size}/ctx{context}", node, inputs, [],
+                       [1, 1, heads * head_size], "f32",
+                       extra_outputs=[("present_key", "f32", present, declared),
+                                      ("present_value", "f32", present, declared)])
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: make_bench_models.py OUT_DIR")
@@ -166,7 +254,7 @@ def main():
     rng = np.random.default_rng(20240601)
     # Order is part of the determinism: each family draws from the same generator in turn.
     for add_family in [add_matmuls, add_adds, add_gathers, add_reduce_means, add_softmaxes,
-                       add_call_overhead]:
+                       add_call_overhead, add_matmul_nbits, add_group_query_attentions]:
         add_family(writer, rng)
     writer.write_manifest()
     print(f"wrote {len(writer.cases)} models to {out_dir}")

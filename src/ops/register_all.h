@@ -19,7 +19,10 @@ class OpRegistry;
   X(concat_split)         \
   X(slice)                \
   X(generator)            \
-  X(quantized_matmul)
+  X(quantized_matmul)     \
+  X(attention)            \
+  X(rotary)               \
+  X(activation)
 
 #define OG_DECLARE_FAMILY(family)                  \
   void register_##family##_schemas(OpRegistry&);   \

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "core/cpu_features.h"
+#include "ops/contrib_test_util.h"
 #include "ops/cpu/avx2/norm_rows.h"
 #include "ops/op_test_util.h"
 
@@ -139,6 +140,15 @@ TEST(SimplifiedLayerNorm, ContribOpGivesYAndInvStdVar) {
   auto hand = OpCall("SimplifiedLayerNormalization", 1, "com.microsoft").attr_float("epsilon", 0.0f).run({f32({2}, {3, 4}), f32({2}, {1, 1})});
   ASSERT_TRUE(hand);
   expect_near_all(values_of<float>((*hand)[0]), {3 / std::sqrt(12.5f), 4 / std::sqrt(12.5f)}, 1e-6f);
+}
+
+TEST(SimplifiedLayerNorm, DefaultDomainMatchesOnnxRuntime) {
+  // The onnxruntime-genai model builder emits SimplifiedLayerNormalization in the default domain.
+  const std::vector<float> x = random_floats(4 * 48, 16), scale = random_floats(48, 17);
+  expect_matches_ort({.op_type = "SimplifiedLayerNormalization", .attributes = {{"epsilon", 1e-6}, {"axis", -1}},
+                      .inputs = {"x", "scale"}, .outputs = {"y", "inv_std_var"},
+                      .feeds = {{"x", f32({4, 48}, x)}, {"scale", f32({48}, scale)}}, .default_opset = 21},
+                     2e-6);
 }
 
 TEST(NormRowKernels, SimdBuildsMatchReference) {

@@ -1,11 +1,21 @@
 // com.microsoft MatMulNBits against a plain reference: dequantise B in double, then matmul.
+//
+// Tolerances are derived, not tuned: f32 paths may differ from the double reference by f32
+// rounding of the sums, a few ulps of sum_k |a_k B_nk|. accuracy_level 4 quantises A per block
+// to int8 (scale s = max|a| / 127, rounding error at most s / 2 per value), so an output may
+// also move by sum_k |B_nk| s_block(k) / 2: the same bound ONNX Runtime's level 4 works to.
+// Every instruction set's kernel table is run directly (the op itself picks only the best one).
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <random>
 #include <string>
-#include <vector>
 #include <type_traits>
+#include <vector>
 
 #include "core/cpu_features.h"
 #include "ops/cpu/avx2/qgemm_kernels.h"
@@ -21,6 +31,8 @@ struct Case {
   Zp zp;
   bool bias;
 };
+
+constexpr double kF32Rounding = 1e-5;  // relative to sum |a B|: K-long f32 sums, any order
 
 // Random quantised weights and activations, plus the double-precision reference product.
 struct Problem {
@@ -55,24 +67,60 @@ struct Problem {
     const uint8_t byte = zp_packed[static_cast<size_t>(n * zp_row_bytes + b * c.bits / 8)];
     return c.bits == 8 ? byte : (byte >> (4 * (b & 1))) & 0x0F;
   }
-  // `round` maps each float input to what the kernel sees (identity for f32, f16 rounding).
+  // B[n][k] after `round` (identity for f32, f16 rounding) of its scale and float zero point.
+  template <typename Round>
+  double weight(int64_t n, int64_t kk, Round round) const {
+    const int64_t b = kk / c.block;
+    const double zp = c.zp == Zp::kFloat ? round(static_cast<float>(zero_point(n, b))) : zero_point(n, b);
+    return (code(n, kk) - zp) * round(scales[static_cast<size_t>(n * blocks + b)]);
+  }
   template <typename Round>
   std::vector<float> reference(Round round) const {
     std::vector<float> y(static_cast<size_t>(c.m * c.n));
     for (int64_t n = 0; n < c.n; ++n) {
-      std::vector<double> col(static_cast<size_t>(c.k));
-      for (int64_t kk = 0; kk < c.k; ++kk) {
-        const int64_t b = kk / c.block;
-        const double zp = c.zp == Zp::kFloat ? round(static_cast<float>(zero_point(n, b))) : zero_point(n, b);
-        col[static_cast<size_t>(kk)] = (code(n, kk) - zp) * round(scales[static_cast<size_t>(n * blocks + b)]);
-      }
       for (int64_t m = 0; m < c.m; ++m) {
         double acc = c.bias ? round(bias[static_cast<size_t>(n)]) : 0.0;
-        for (int64_t kk = 0; kk < c.k; ++kk) acc += round(a[static_cast<size_t>(m * c.k + kk)]) * col[static_cast<size_t>(kk)];
+        for (int64_t kk = 0; kk < c.k; ++kk) acc += round(a[static_cast<size_t>(m * c.k + kk)]) * weight(n, kk, round);
         y[static_cast<size_t>(m * c.n + n)] = static_cast<float>(acc);
       }
     }
     return y;
+  }
+  std::vector<float> reference() const { return reference([](float v) { return double{v}; }); }
+
+  // Per output: how far an f32 result may be from the reference (int8: plus A's quantisation).
+  std::vector<double> tolerance(bool int8) const {
+    std::vector<double> tol(static_cast<size_t>(c.m * c.n));
+    for (int64_t m = 0; m < c.m; ++m) {
+      const float* row = a.data() + m * c.k;
+      std::vector<double> half_step(static_cast<size_t>(blocks), 0.0);
+      for (int64_t kk = 0; kk < c.k; ++kk) {
+        double& h = half_step[static_cast<size_t>(kk / c.block)];
+        h = std::max(h, std::fabs(double{row[kk]}) / 127.0 / 2.0);
+      }
+      for (int64_t n = 0; n < c.n; ++n) {
+        double magnitude = 0.0, quantisation = 0.0;
+        for (int64_t kk = 0; kk < c.k; ++kk) {
+          const double b = std::fabs(weight(n, kk, [](float v) { return double{v}; }));
+          magnitude += std::fabs(double{row[kk]}) * b;
+          quantisation += b * half_step[static_cast<size_t>(kk / c.block)];
+        }
+        // The quantised A may be off by a little more than half a step: a * (1 / s) rounds in f32.
+        tol[static_cast<size_t>(m * c.n + n)] = kF32Rounding * magnitude + 1e-6 + (int8 ? 1.001 * quantisation : 0.0);
+      }
+    }
+    return tol;
+  }
+
+  QWeights weights() const {
+    QWeights w;
+    w.codes = codes.data();
+    w.scales = scales.data();
+    w.zp_packed = c.zp == Zp::kPacked ? zp_packed.data() : nullptr;
+    w.zp_float = c.zp == Zp::kFloat ? zp_float.data() : nullptr;
+    w.rows = c.n, w.k = c.k, w.bits = c.bits, w.block_size = c.block, w.blocks = blocks, w.block_bytes = block_bytes;
+    w.zp_row_bytes = zp_row_bytes;
+    return w;
   }
 
   template <typename T>
@@ -97,11 +145,12 @@ struct Problem {
 };
 
 // Runs the op for `c`; `extra_attr` (when named) overrides or adds one integer attribute.
-Result<std::vector<Tensor>> run_op(const Case& c, const std::vector<Tensor>& in, ThreadPool* pool = nullptr,
-                                   const std::string& extra_attr = "", int64_t extra_value = 0) {
+Result<std::vector<Tensor>> run_op(const Case& c, const std::vector<Tensor>& in, int64_t accuracy_level,
+                                   ThreadPool* pool = nullptr, const std::string& extra_attr = "",
+                                   int64_t extra_value = 0) {
   OpCall call("MatMulNBits", 1, "com.microsoft");
   call.attr_int("K", c.k).attr_int("N", c.n).attr_int("bits", c.bits).attr_int("block_size", c.block);
-  call.attr_int("accuracy_level", 4);
+  call.attr_int("accuracy_level", accuracy_level);
   if (!extra_attr.empty()) call.attr_int(extra_attr, extra_value);
   return call.run(in, pool);
 }
@@ -112,6 +161,7 @@ std::string describe(const Case& c) {
          " zp=" + std::to_string(static_cast<int>(c.zp)) + " bias=" + std::to_string(c.bias);
 }
 
+// Odd K (ragged last block and chunk), N around the kernels' row tiles, M = 1 (GEMV) and more.
 std::vector<Case> random_cases() {
   std::vector<Case> cases;
   const int64_t ks[] = {16, 64, 100, 256, 300};
@@ -130,35 +180,80 @@ std::vector<Case> random_cases() {
   return cases;
 }
 
-// Worst |got - want| relative to the row's scale of |A| * |B| terms (sums of many products).
-void expect_close(const std::vector<float>& got, const std::vector<float>& want, float tol, const std::string& what) {
+// Larger shapes: several kernel chunks and panels (2048 values deep), block 256, tiles of A rows.
+std::vector<Case> large_cases() {
+  return {{1, 4500, 37, 4, 32, Zp::kNone, false},   {9, 4500, 37, 4, 32, Zp::kPacked, true},
+          {1, 1000, 21, 4, 256, Zp::kFloat, false}, {6, 2100, 18, 4, 256, Zp::kNone, false},
+          {3, 4500, 19, 8, 64, Zp::kNone, false},   {1, 528, 50, 4, 16, Zp::kNone, false}};
+}
+
+void expect_within(const std::vector<float>& got, const std::vector<float>& want, const std::vector<double>& tol,
+                   const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what;
   for (size_t i = 0; i < got.size(); ++i) {
-    ASSERT_NEAR(got[i], want[i], tol * std::max(1.0f, std::fabs(want[i]))) << what << " at " << i;
+    ASSERT_LE(std::fabs(double{got[i]} - want[i]), tol[i]) << what << " at " << i << ": got " << got[i] << ", want " << want[i];
   }
 }
 
 TEST(MatMulNBits, F32MatchesReference) {
   ThreadPool pool(3);
   uint32_t seed = 1;
-  for (const Case& c : random_cases()) {
+  std::vector<Case> cases = random_cases();
+  for (const Case& c : large_cases()) cases.push_back(c);
+  for (const Case& c : cases) {
     const Problem p(c, seed++);
     for (ThreadPool* tp : {static_cast<ThreadPool*>(nullptr), &pool}) {
-      auto out = run_op(c, p.inputs<float>(), tp);
+      auto out = run_op(c, p.inputs<float>(), 0, tp);
       ASSERT_TRUE(out.is_ok()) << describe(c) << ": " << out.status().message();
-      expect_close(values_of<float>(out.value()[0]), p.reference([](float v) { return double{v}; }), 2e-5f, describe(c));
+      expect_within(values_of<float>(out.value()[0]), p.reference(), p.tolerance(false), describe(c));
     }
   }
+}
+
+// accuracy_level 4: int8 A for 4-bit weights (within the quantisation bound), f32 for 8-bit.
+TEST(MatMulNBits, Int8ActivationsStayWithinQuantisationBound) {
+  ThreadPool pool(3);
+  uint32_t seed = 200;
+  std::vector<Case> cases = random_cases();
+  for (const Case& c : large_cases()) cases.push_back(c);
+  for (const Case& c : cases) {
+    const Problem p(c, seed++);
+    for (ThreadPool* tp : {static_cast<ThreadPool*>(nullptr), &pool}) {
+      auto out = run_op(c, p.inputs<float>(), 4, tp);
+      ASSERT_TRUE(out.is_ok()) << describe(c) << ": " << out.status().message();
+      expect_within(values_of<float>(out.value()[0]), p.reference(), p.tolerance(c.bits == 4), describe(c));
+    }
+  }
+}
+
+// The int8 path really is taken: a value far below its block's quantisation step is lost.
+TEST(MatMulNBits, Int8ActivationsRoundSmallValuesAway) {
+  const Case c{1, 32, 1, 4, 32, Zp::kNone, false};
+  Problem p(c, 5);
+  std::fill(p.a.begin(), p.a.end(), 0.0f);
+  p.a[0] = 1.0f;     // sets the block's step to 1 / 127
+  p.a[1] = 1e-3f;    // under half a step: quantises to 0
+  std::fill(p.codes.begin(), p.codes.end(), uint8_t{0x99});  // every code 9: weight (9 - 8) * scale
+  const float scale = p.scales[0];
+  auto exact = run_op(c, p.inputs<float>(), 0);
+  auto int8 = run_op(c, p.inputs<float>(), 4);
+  ASSERT_TRUE(exact.is_ok() && int8.is_ok());
+  EXPECT_NEAR(exact.value()[0].data<float>()[0], 1.001f * scale, 1e-7f);
+  EXPECT_NEAR(int8.value()[0].data<float>()[0], 1.0f * scale, 1e-7f);
 }
 
 TEST(MatMulNBits, F16MatchesReference) {
   uint32_t seed = 100;
   for (const Case& c : random_cases()) {
     const Problem p(c, seed++);
-    auto out = run_op(c, p.inputs<Float16>());
-    ASSERT_TRUE(out.is_ok()) << describe(c) << ": " << out.status().message();
     const auto want = p.reference([](float v) { return static_cast<double>(static_cast<float>(Float16(v))); });
-    expect_close(to_floats<Float16>(out.value()[0]), want, 2e-3f, describe(c));
+    for (int64_t level : {0, 4}) {
+      auto out = run_op(c, p.inputs<Float16>(), level);
+      ASSERT_TRUE(out.is_ok()) << describe(c) << ": " << out.status().message();
+      std::vector<double> tol = p.tolerance(level == 4 && c.bits == 4);
+      for (size_t i = 0; i < tol.size(); ++i) tol[i] += 2e-3 * std::max(1.0f, std::fabs(want[i]));
+      expect_within(to_floats<Float16>(out.value()[0]), want, tol, describe(c) + " level " + std::to_string(level));
+    }
   }
 }
 
@@ -167,10 +262,12 @@ TEST(MatMulNBits, BatchedAKeepsLeadingDims) {
   const Problem p(c, 7);
   std::vector<Tensor> in = p.inputs<float>();
   in[0] = f32(Shape{2, 3, 64}, p.a);
-  auto out = run_op(c, in);
-  ASSERT_TRUE(out.is_ok()) << out.status().message();
-  EXPECT_EQ(out.value()[0].shape(), (Shape{2, 3, 10}));
-  expect_close(values_of<float>(out.value()[0]), p.reference([](float v) { return double{v}; }), 2e-5f, "batched");
+  for (int64_t level : {0, 4}) {
+    auto out = run_op(c, in, level);
+    ASSERT_TRUE(out.is_ok()) << out.status().message();
+    EXPECT_EQ(out.value()[0].shape(), (Shape{2, 3, 10}));
+    expect_within(values_of<float>(out.value()[0]), p.reference(), p.tolerance(level == 4), "batched");
+  }
 }
 
 // A hand-checked 4-bit case: codes 0..15 low nibble first, one negative scale, zero point 8.
@@ -178,58 +275,107 @@ TEST(MatMulNBits, HandChecked4Bit) {
   std::vector<uint8_t> codes(16 / 2);
   for (int j = 0; j < 8; ++j) codes[static_cast<size_t>(j)] = static_cast<uint8_t>((2 * j) | ((2 * j + 1) << 4));
   std::vector<float> a(16, 0.0f);
-  a[0] = 1.0f;   // code 0  -> (0 - 8) * -0.5 = 4
-  a[15] = 2.0f;  // code 15 -> (15 - 8) * -0.5 = -3.5, times 2 = -7
-  auto out = OpCall("MatMulNBits", 1, "com.microsoft")
-                 .attr_int("K", 16).attr_int("N", 1).attr_int("bits", 4).attr_int("block_size", 16)
-                 .run({f32({1, 16}, a), Tensor::from_vector<uint8_t>({1, 1, 8}, codes), f32({1}, {-0.5f})});
-  ASSERT_TRUE(out.is_ok()) << out.status().message();
-  EXPECT_FLOAT_EQ(out.value()[0].data<float>()[0], -3.0f);
+  a[0] = 1.0f;    // code 0  -> (0 - 8) * -0.5 = 4
+  a[15] = -1.0f;  // code 15 -> (15 - 8) * -0.5 = -3.5, times -1 = 3.5
+  for (int64_t level : {0, 4}) {  // +-1 are exact in int8 too: +-127 steps of 1 / 127
+    auto out = OpCall("MatMulNBits", 1, "com.microsoft")
+                   .attr_int("K", 16).attr_int("N", 1).attr_int("bits", 4).attr_int("block_size", 16)
+                   .attr_int("accuracy_level", level)
+                   .run({f32({1, 16}, a), Tensor::from_vector<uint8_t>({1, 1, 8}, codes), f32({1}, {-0.5f})});
+    ASSERT_TRUE(out.is_ok()) << out.status().message();
+    EXPECT_NEAR(out.value()[0].data<float>()[0], 7.5f, 1e-5f) << "level " << level;
+  }
 }
 
-// Each instruction set's kernel table, called directly (the op picks only the best one).
+struct Table {
+  std::string name;
+  const QGemmKernels* kernels;
+  bool int8;  // its gemm_int8 runs on this CPU
+};
+
+std::vector<Table> tables() {
+  std::vector<Table> t{{"scalar", &scalar::qgemm_kernels(), true}};
+  if (cpu_features().avx2) t.push_back({"avx2", &avx2::qgemm_kernels(), true});
+  if (cpu_features().avx512) t.push_back({"avx512", &avx512::qgemm_kernels(), cpu_features().avx512_vnni});
+  return t;
+}
+
+// A copy of `bytes` that ends exactly where an inaccessible page begins: a kernel reading past
+// the end faults instead of reading a neighbour's data.
+class GuardedCopy {
+ public:
+  GuardedCopy(const void* bytes, size_t size) {
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    mapped_ = (size + page - 1) / page * page + page;
+    base_ = static_cast<char*>(mmap(nullptr, mapped_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    mprotect(base_ + mapped_ - page, page, PROT_NONE);
+    data_ = base_ + mapped_ - page - size;
+    std::memcpy(data_, bytes, size);
+  }
+  ~GuardedCopy() { munmap(base_, mapped_); }
+  GuardedCopy(const GuardedCopy&) = delete;
+  GuardedCopy& operator=(const GuardedCopy&) = delete;
+  template <typename T> const T* get() const { return reinterpret_cast<const T*>(data_); }
+
+ private:
+  char* base_ = nullptr;
+  char* data_ = nullptr;
+  size_t mapped_ = 0;
+};
+
+enum class Path { kGemv, kGemm, kInt8 };
+
+// Packs A and runs one kernel of `t` over N in two pieces, as threads would. B's codes and
+// scales end at an inaccessible page; the output buffer has guard values after it that must
+// survive.
+std::vector<float> run_table(const QGemmKernels& t, const Problem& p, Path path) {
+  QWeights w = p.weights();
+  const GuardedCopy codes(p.codes.data(), p.codes.size()), scales(p.scales.data(), p.scales.size() * sizeof(float));
+  w.codes = codes.get<uint8_t>();
+  w.scales = scales.get<float>();
+  const int64_t m = p.c.m, n = p.c.n, rv = packed_row_values(w.blocks, w.block_size, t.chunk);
+  std::vector<float> values(static_cast<size_t>(m * rv)), block_scales(static_cast<size_t>(m * w.blocks));
+  std::vector<int8_t> int8_values(static_cast<size_t>(m * rv));
+  std::vector<float> terms(static_cast<size_t>(m * w.blocks)), panel(static_cast<size_t>(t.panel_floats));
+  PackedA a{.values = values.data(), .int8_values = int8_values.data(), .block_scales = block_scales.data(),
+            .block_terms = terms.data(), .m = m, .row_values = rv};
+  t.pack_a(w, p.a.data(), path == Path::kInt8, a);
+  constexpr float kGuard = 12345.0f;
+  std::vector<float> y(static_cast<size_t>(m * n + 16), kGuard);
+  for (auto [n0, n1] : {std::pair<int64_t, int64_t>{0, n / 2}, {n / 2, n}}) {
+    if (path == Path::kGemv) t.gemv(w, a, n0, n1, y.data() + n0);
+    if (path == Path::kGemm) t.gemm(w, a, n0, n1, panel.data(), y.data() + n0, n);
+    if (path == Path::kInt8) t.gemm_int8(w, a, n0, n1, y.data() + n0, n);
+  }
+  for (size_t i = static_cast<size_t>(m * n); i < y.size(); ++i) EXPECT_EQ(y[i], kGuard) << "write past the output";
+  y.resize(static_cast<size_t>(m * n));
+  return y;
+}
+
 TEST(MatMulNBits, EveryIsaKernelMatchesReference) {
-  std::vector<const QGemmKernels*> tables{&scalar::qgemm_kernels()};
-  if (cpu_features().avx2) tables.push_back(&avx2::qgemm_kernels());
-  if (cpu_features().avx512) tables.push_back(&avx512::qgemm_kernels());
+  std::vector<Case> cases = random_cases();
+  for (const Case& c : large_cases()) cases.push_back(c);
   uint32_t seed = 500;
-  for (const Case& base : random_cases()) {
-    Case c = base;
-    c.m = 1;
+  for (Case c : cases) {
     c.bias = false;
     const Problem p(c, seed++);
-    QWeights w;
-    w.codes = p.codes.data();
-    w.scales = p.scales.data();
-    w.zp_packed = c.zp == Zp::kPacked ? p.zp_packed.data() : nullptr;
-    w.zp_float = c.zp == Zp::kFloat ? p.zp_float.data() : nullptr;
-    w.k = c.k, w.bits = c.bits, w.block_size = c.block, w.blocks = p.blocks, w.block_bytes = p.block_bytes;
-    w.zp_row_bytes = p.zp_row_bytes;
-    std::vector<float> sums(static_cast<size_t>(p.blocks), 0.0f);
-    for (int64_t kk = 0; kk < c.k; ++kk) sums[static_cast<size_t>(kk / c.block)] += p.a[static_cast<size_t>(kk)];
-    const std::vector<float> want = p.reference([](float v) { return double{v}; });
-    for (const QGemmKernels* t : tables) {
-      std::vector<float> y(static_cast<size_t>(c.n));
-      t->gemv(w, p.a.data(), sums.data(), 0, c.n, y.data());
-      expect_close(y, want, 2e-5f, "gemv " + describe(c));
-      std::vector<float> deq(static_cast<size_t>(c.n * c.k));
-      t->dequantize(w, 0, c.n, deq.data());
-      for (int64_t n = 0; n < c.n; ++n) {
-        for (int64_t kk = 0; kk < c.k; ++kk) {
-          const double b = (p.code(n, kk) - p.zero_point(n, kk / c.block)) * p.scales[static_cast<size_t>(n * p.blocks + kk / c.block)];
-          ASSERT_NEAR(deq[static_cast<size_t>(n * c.k + kk)], b, 1e-6) << describe(c);
-        }
+    const std::vector<float> want = p.reference();
+    for (const Table& t : tables()) {
+      const std::string what = t.name + " " + describe(c);
+      if (c.m == 1) expect_within(run_table(*t.kernels, p, Path::kGemv), want, p.tolerance(false), "gemv " + what);
+      expect_within(run_table(*t.kernels, p, Path::kGemm), want, p.tolerance(false), "gemm " + what);
+      if (t.int8 && c.bits == 4) {
+        expect_within(run_table(*t.kernels, p, Path::kInt8), want, p.tolerance(true), "gemm_int8 " + what);
       }
     }
   }
 }
 
-
 TEST(MatMulNBits, BadInputIsAnError) {
   const Case c{1, 64, 4, 4, 32, Zp::kNone, false};
   const Problem p(c, 3);
   const auto error_of = [&](const std::vector<Tensor>& in, const std::string& attr = "", int64_t value = 0) {
-    auto out = run_op(c, in, nullptr, attr, value);
+    auto out = run_op(c, in, 4, nullptr, attr, value);
     EXPECT_FALSE(out.is_ok());
     return out.is_ok() ? std::string() : out.status().message();
   };
@@ -239,6 +385,7 @@ TEST(MatMulNBits, BadInputIsAnError) {
   EXPECT_NE(error_of(with_gidx).find("g_idx"), std::string::npos);
   EXPECT_NE(error_of(p.inputs<float>(), "bits", 3).find("bits"), std::string::npos);
   EXPECT_NE(error_of(p.inputs<float>(), "block_size", 48).find("block_size"), std::string::npos);
+  EXPECT_NE(error_of(p.inputs<float>(), "accuracy_level", 5).find("accuracy_level"), std::string::npos);
   EXPECT_NE(error_of(p.inputs<float>(), "weight_prepacked", 1).find("weight_prepacked"), std::string::npos);
   std::vector<Tensor> short_b = p.inputs<float>();
   short_b[1] = Tensor::from_vector<uint8_t>({4, 1, 16}, std::vector<uint8_t>(64, 0));

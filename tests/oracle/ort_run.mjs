@@ -1,7 +1,12 @@
-// Runs one ONNX model in ONNX Runtime (onnxruntime-node, CPU) on inputs read from a folder and
+// Runs ONNX models in ONNX Runtime (onnxruntime-node, CPU) on inputs read from a folder and
 // writes every model output to another folder: the reference the C++ oracle tests compare with.
 //
 //   node ort_run.mjs MODEL.onnx IN_DIR OUT_DIR [--threads N]
+//   node ort_run.mjs --batch LIST [--threads N]
+//
+// --batch runs many models in one process (Node and ORT start once): LIST holds one case per
+// line, `MODEL<TAB>IN_DIR<TAB>OUT_DIR`. A case that fails (ORT rejects the model or its inputs)
+// writes OUT_DIR/error.txt with the one-line reason instead of outputs; the other cases go on.
 //
 // Folder format (both ways): manifest.json = [{name, dtype, dims, file}] plus one raw
 // little-endian file per tensor. dtype is ORT's name: float32 float16 int64 int32 bool uint8 int8
@@ -9,8 +14,9 @@
 // (output_<i>.bin) because output names may hold '/' or ':'.
 // bfloat16 is absent: onnxruntime-node 1.30 has no bfloat16 tensor type.
 //
-// Exit status: 0 on success; 2 with one line on stderr for any failure (missing package, bad
-// manifest, model that ORT rejects).
+// Exit status: 0 on success (in batch mode: every case ran or wrote its error.txt); 2 with one
+// line on stderr for any other failure (missing package, bad manifest or list, model that ORT
+// rejects in single-model mode).
 import { createRequire } from 'node:module';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -42,19 +48,39 @@ function loadOrt() {
 function parseArgs(argv) {
   const positional = [];
   let threads = 1;
+  let batch = null;
   for (let i = 0; i < argv.length; ++i) {
     if (argv[i] === '--threads') {
       threads = Number(argv[++i]);
       if (!Number.isInteger(threads) || threads < 1) throw new Error(`--threads wants a positive integer, got ${argv[i]}`);
+    } else if (argv[i] === '--batch') {
+      batch = argv[++i];
+      if (!batch) throw new Error('--batch wants a list file');
     } else if (argv[i].startsWith('--')) {
       throw new Error(`unknown option ${argv[i]}`);
     } else {
       positional.push(argv[i]);
     }
   }
-  if (positional.length !== 3) throw new Error('usage: node ort_run.mjs MODEL.onnx IN_DIR OUT_DIR [--threads N]');
+  if (batch !== null) {
+    if (positional.length !== 0) throw new Error('--batch takes no MODEL IN_DIR OUT_DIR arguments');
+    return { cases: readBatchList(batch), threads, batch: true };
+  }
+  if (positional.length !== 3) {
+    throw new Error('usage: node ort_run.mjs MODEL.onnx IN_DIR OUT_DIR [--threads N] | --batch LIST [--threads N]');
+  }
   const [model, inDir, outDir] = positional;
-  return { model, inDir, outDir, threads };
+  return { cases: [{ model, inDir, outDir }], threads, batch: false };
+}
+
+function readBatchList(listPath) {
+  const lines = fs.readFileSync(listPath, 'utf8').split('\n').filter((line) => line.trim() !== '');
+  return lines.map((line, index) => {
+    const fields = line.split('\t');
+    if (fields.length !== 3) throw new Error(`${listPath}:${index + 1}: expected MODEL<TAB>IN_DIR<TAB>OUT_DIR`);
+    const [model, inDir, outDir] = fields;
+    return { model, inDir, outDir };
+  });
 }
 
 function readInputs(ort, inDir) {
@@ -92,22 +118,43 @@ function writeOutputs(session, results, outDir) {
   fs.writeFileSync(path.join(outDir, 'manifest.json'), JSON.stringify(manifest, null, 1));
 }
 
-async function main() {
-  const args = parseArgs(process.argv.slice(2));
-  const ort = loadOrt();
-  const session = await ort.InferenceSession.create(args.model, {
-    intraOpNumThreads: args.threads, interOpNumThreads: 1, executionMode: 'sequential',
-    graphOptimizationLevel: 'all',
-  });
+async function runCase(ort, options, { model, inDir, outDir }) {
+  const session = await ort.InferenceSession.create(model, options);
   try {
-    const results = await session.run(readInputs(ort, args.inDir));
-    writeOutputs(session, results, args.outDir);
+    const results = await session.run(readInputs(ort, inDir));
+    writeOutputs(session, results, outDir);
   } finally {
     await session.release();
   }
 }
 
+function firstLine(e) {
+  return String(e.message ?? e).split('\n')[0];
+}
+
+async function main() {
+  const args = parseArgs(process.argv.slice(2));
+  const ort = loadOrt();
+  const options = {
+    intraOpNumThreads: args.threads, interOpNumThreads: 1, executionMode: 'sequential',
+    graphOptimizationLevel: 'all',
+    logSeverityLevel: 3,  // errors only: ORT warns when its shape inference disagrees with a kernel
+  };
+  if (!args.batch) return runCase(ort, options, args.cases[0]);
+  let failed = 0;
+  for (const c of args.cases) {
+    try {
+      await runCase(ort, options, c);
+    } catch (e) {
+      ++failed;
+      fs.mkdirSync(c.outDir, { recursive: true });
+      fs.writeFileSync(path.join(c.outDir, 'error.txt'), `${firstLine(e)}\n`);
+    }
+  }
+  console.log(`ort_run: ${args.cases.length} cases, ${failed} failed`);
+}
+
 main().catch((e) => {
-  console.error(`ort_run: ${String(e.message ?? e).split('\n')[0]}`);
+  console.error(`ort_run: ${firstLine(e)}`);
   process.exit(2);
 });

@@ -5,8 +5,8 @@
 //   binary_span    one span of out = op(a, b) where each input stride is 0 or 1; each stride
 //                  pair has its own loop so the contiguous and scalar-operand cases vectorise.
 //   vec_math       f32 exp / tanh / sigmoid / erf over arrays (AVX-512 or AVX2, chosen at run
-//                  time), arith_f32 for f32 add / sub / mul / div spans, and f16 <-> f32
-//                  array conversion (F16C).
+//                  time), arith_f32 for f32 add / sub / mul / div spans, gelu_f32 for the Gelu
+//                  family with a fused bias, and f16 <-> f32 array conversion (F16C).
 //
 // The SIMD kernels themselves are in ops/cpu/avx2/elementwise_simd_impl.h, compiled only inside
 // the ISA translation units (ops/cpu/avx2|avx512/elementwise_simd.cc).
@@ -97,9 +97,14 @@ void binary_span_erased(const void* a, int64_t sa, const void* b, int64_t sb, vo
 // ---- Run-time chosen SIMD kernels ------------------------------------------------------------
 
 enum class VecMathOp { kNone, kExp, kTanh, kSigmoid, kErf };
+// The Gelu family (com.microsoft FastGelu, BiasGelu, QuickGelu): tanh-approximated Gelu, exact
+// (erf) Gelu, and x * sigmoid(alpha * x).
+enum class GeluOp { kTanh, kErf, kQuick };
 enum class ArithOp { kAdd, kSub, kMul, kDiv };
 // out[i] = op(in[i]) for i < n; in and out may be the same array.
 using VecMathFn = void (*)(const float* in, float* out, int64_t n);
+// y[i] = gelu(x[i] + bias[i]) for i < n; bias may be null, alpha is QuickGelu's; x and y may alias.
+using GeluFn = void (*)(const float* x, const float* bias, float* y, int64_t n, float alpha);
 // f16 <-> f32 over arrays with F16C (round to nearest even, like Float16::from_float).
 struct HalfConverters {
   void (*to_f32)(const uint16_t* in, float* out, int64_t n) = nullptr;
@@ -110,11 +115,13 @@ struct HalfConverters {
 namespace avx2 {
 VecMathFn vec_math(VecMathOp op);
 BinarySpanFn arith_f32(ArithOp op);
+GeluFn gelu_f32(GeluOp op);
 HalfConverters half_converters();
 }  // namespace avx2
 namespace avx512 {
 VecMathFn vec_math(VecMathOp op);
 BinarySpanFn arith_f32(ArithOp op);
+GeluFn gelu_f32(GeluOp op);
 }  // namespace avx512
 
 // The widest implementation this CPU runs, or null when it has no AVX2 (callers then loop in C++).
@@ -129,6 +136,11 @@ inline BinarySpanFn arith_f32(ArithOp op) {
   if (cpu_features().avx2) return avx2::arith_f32(op);
   return nullptr;
 }
+inline GeluFn gelu_f32(GeluOp op) {
+  if (cpu_features().avx512) return avx512::gelu_f32(op);
+  if (cpu_features().avx2) return avx2::gelu_f32(op);
+  return nullptr;
+}
 
 static_assert(sizeof(Float16) == sizeof(uint16_t), "Float16 arrays are read as raw bits");
 inline void convert_f16_to_f32(const Float16* in, float* out, int64_t n) {
@@ -140,6 +152,16 @@ inline void convert_f32_to_f16(const float* in, Float16* out, int64_t n) {
   static const HalfConverters simd = cpu_features().avx2 ? avx2::half_converters() : HalfConverters{};
   if (simd.from_f32 != nullptr) return simd.from_f32(in, &out->bits, n);
   for (int64_t i = 0; i < n; ++i) out[i].bits = Float16::from_float(in[i]);
+}
+
+// 16-bit float arrays to and from f32, for kernels that compute a block at a time in f32.
+inline void widen_to_f32(const Float16* in, float* out, int64_t n) { convert_f16_to_f32(in, out, n); }
+inline void widen_to_f32(const BFloat16* in, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = BFloat16::to_float(in[i].bits);
+}
+inline void narrow_from_f32(const float* in, Float16* out, int64_t n) { convert_f32_to_f16(in, out, n); }
+inline void narrow_from_f32(const float* in, BFloat16* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i].bits = BFloat16::from_float(in[i]);
 }
 
 }  // namespace onnx_genai

@@ -370,6 +370,9 @@ std::unique_ptr<OpKernel> make(const Node& node) {
 
 }  // namespace
 
+// com.microsoft GatherBlockQuantized lives in ops/cpu/gather_block_quantized.cc.
+void register_gather_block_quantized_cpu_kernel(OpRegistry& registry);
+
 void register_gather_cpu_kernels(OpRegistry& registry) {
   registry.add_kernel(any_dtype_kernel("Gather", make<GatherKernel>));
   registry.add_kernel(any_dtype_kernel("GatherElements", make<GatherElementsKernel>, 11));
@@ -377,6 +380,7 @@ void register_gather_cpu_kernels(OpRegistry& registry) {
   registry.add_kernel(any_dtype_kernel("ScatterElements", make<ScatterElementsKernel>, 11));
   registry.add_kernel(any_dtype_kernel("Scatter", make<ScatterElementsKernel>, 9, 10));
   registry.add_kernel(any_dtype_kernel("ScatterND", make<ScatterNDKernel>, 11));
+  register_gather_block_quantized_cpu_kernel(registry);
 }
 
 }  // namespace onnx_genai

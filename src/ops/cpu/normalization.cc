@@ -1,4 +1,5 @@
-// CPU kernels for LayerNormalization, RMSNormalization and SimplifiedLayerNormalization.
+// CPU kernels for LayerNormalization, RMSNormalization, SimplifiedLayerNormalization and the
+// com.microsoft Skip norms (SkipLayerNormalization, SkipSimplifiedLayerNormalization).
 //
 // X is viewed as [rows, len] with len = X.shape[axis:] (normalised together). Each row is read
 // three times while it sits in L1/L2: sum (LayerNorm only), sum of squared deviations, then the
@@ -7,6 +8,11 @@
 // rows use the AVX-512 / AVX2 row kernels (ops/cpu/avx2/norm_rows_impl.h) or a scalar build;
 // other dtypes take row statistics in f64. scale / bias may repeat along leading axes
 // of the normalised shape (their period divides len). Rows are split across threads.
+//
+// The Skip norms read input and skip once: the row kernels' add forms s = input + skip (+ bias)
+// in an f32 row (for f32, the input_skip_bias_sum output when requested, else the output row;
+// for 16-bit types, a per-thread scratch row in the workspace), whose statistics and affine
+// write then stay in L1/L2.
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
@@ -15,6 +21,7 @@
 #include "core/thread_pool.h"
 #include "ops/cpu/avx2/norm_rows.h"
 #include "ops/cpu/dispatch.h"
+#include "ops/cpu/elementwise.h"
 #include "ops/op.h"
 
 namespace onnx_genai {
@@ -38,7 +45,10 @@ float scalar_sum_sq_dev(const float* x, float mean, int64_t n) {
 void scalar_affine(const float* x, float mean, float inv_std, const float* scale, const float* bias, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mean) * inv_std * scale[i] + (bias != nullptr ? bias[i] : 0.0f);
 }
-const NormRowKernels kScalarNormRowKernels{scalar_sum, scalar_sum_sq_dev, scalar_affine};
+void scalar_add(const float* x, const float* skip, const float* bias, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = x[i] + skip[i] + (bias != nullptr ? bias[i] : 0.0f);
+}
+const NormRowKernels kScalarNormRowKernels{scalar_sum, scalar_sum_sq_dev, scalar_affine, scalar_add};
 
 struct RowStats {
   double mean;
@@ -146,13 +156,130 @@ class NormKernel final : public OpKernel {
   const NormRowKernels* rows_kernels_ = nullptr;
 };
 
+// Threads worth using on rows x len elements: each should get at least kMinChunkElems.
+int64_t row_threads(const PrepareContext& ctx, int64_t rows, int64_t len) {
+  const int64_t threads = ctx.pool != nullptr ? ctx.pool->num_threads() : 1;
+  return std::clamp<int64_t>(std::min(threads, rows * len / kMinChunkElems), 1, std::max<int64_t>(rows, 1));
+}
+
+// SkipLayerNormalization (Centred) and SkipSimplifiedLayerNormalization over input [rows, len].
+// Thread t of `slots_` takes a contiguous range of rows and (16-bit types) scratch row t.
 template <bool Centred>
-void add_kernel(OpRegistry& registry, const char* domain, const char* op) {
+class SkipNormKernel final : public OpKernel {
+ public:
+  // Input slots: the simplified op has no beta, so its bias comes right after gamma.
+  static constexpr int kBeta = Centred ? 3 : -1, kBias = Centred ? 4 : 3;
+  static constexpr int kMeanOut = 1, kInvStdOut = 2, kSumOut = 3;
+
+  Status prepare(PrepareContext& ctx) override {
+    const Shape& x = ctx.input(0).shape;
+    len_ = x[x.rank() - 1];
+    rows_ = x.numel(0, x.rank() - 1);
+    skip_rows_ = ctx.input(1).shape.numel(0, ctx.input(1).shape.rank() - 1);
+    if (skip_rows_ == 0 ? rows_ != 0 : rows_ % skip_rows_ != 0) {
+      return ctx.fail("skip rows ", skip_rows_, " do not repeat evenly over input rows ", rows_);
+    }
+    has_beta_ = kBeta >= 0 && ctx.has_input(kBeta);
+    has_bias_ = ctx.has_input(kBias);
+    epsilon_ = ctx.attrs().get_float("epsilon", 1e-12f);
+    dtype_ = ctx.input(0).dtype;
+    slots_ = row_threads(ctx, rows_, len_);
+    // 16-bit types: gamma, beta, bias widened to f32, then one scratch row per thread.
+    ctx.workspace_bytes = dtype_ == DType::kF32 ? 0 : static_cast<size_t>((3 + slots_) * len_) * sizeof(float);
+    rows_kernels_ = &best_norm_row_kernels();
+    return Status::ok();
+  }
+
+  Status run(const KernelContext& ctx) const override {
+    if (rows_ * len_ == 0) return Status::ok();
+    return dispatch_dtype<float, Float16, BFloat16>(dtype_, [&]<typename T>() {
+      run_typed<T>(ctx);
+      return Status::ok();
+    });
+  }
+
+ private:
+  // gamma, beta, bias as f32 rows (beta / bias null when absent).
+  struct Params {
+    const float* gamma;
+    const float* beta;
+    const float* bias;
+  };
+
+  template <typename T>
+  void run_typed(const KernelContext& ctx) const {
+    float* workspace = static_cast<float*>(ctx.workspace);
+    const auto param = [&](int input, bool present, int64_t slot) -> const float* {
+      if (!present) return nullptr;
+      if constexpr (std::is_same_v<T, float>) {
+        return ctx.input(input).ptr<const float>();
+      } else {
+        widen_to_f32(ctx.input(input).ptr<const T>(), workspace + slot * len_, len_);
+        return workspace + slot * len_;
+      }
+    };
+    const Params params{param(2, true, 0), param(kBeta, has_beta_, 1), param(kBias, has_bias_, 2)};
+    parallel_for(ctx.pool, slots_, 1, [&](int64_t begin, int64_t end) {
+      float* scratch = workspace != nullptr ? workspace + (3 + begin) * len_ : nullptr;
+      for (int64_t r = begin * rows_ / slots_; r < end * rows_ / slots_; ++r) run_row<T>(ctx, params, r, scratch);
+    });
+  }
+
+  template <typename T>
+  void run_row(const KernelContext& ctx, const Params& p, int64_t r, float* scratch) const {
+    const NormRowKernels& k = *rows_kernels_;
+    const T* x = ctx.input(0).ptr<const T>() + r * len_;
+    const T* skip = ctx.input(1).ptr<const T>() + (r % skip_rows_) * len_;
+    T* y = ctx.output(0).ptr<T>() + r * len_;
+    T* sum_out = output_ptr<T>(ctx, kSumOut, r * len_);
+    float* s = nullptr;  // the f32 row holding input + skip (+ bias)
+    if constexpr (std::is_same_v<T, float>) {
+      s = sum_out != nullptr ? sum_out : y;
+      k.add(x, skip, p.bias, s, len_);
+    } else {
+      s = scratch;
+      constexpr int64_t kBlock = 256;
+      float xb[kBlock], sb[kBlock];
+      for (int64_t j = 0; j < len_; j += kBlock) {
+        const int64_t m = std::min(kBlock, len_ - j);
+        widen_to_f32(x + j, xb, m);
+        widen_to_f32(skip + j, sb, m);
+        k.add(xb, sb, p.bias != nullptr ? p.bias + j : nullptr, s + j, m);
+      }
+      if (sum_out != nullptr) narrow_from_f32(s, sum_out, len_);
+    }
+    const RowStats stats = row_stats<Centred>(s, len_, epsilon_, k);
+    if (float* mean = output_ptr<float>(ctx, kMeanOut, r)) *mean = static_cast<float>(stats.mean);
+    if (float* inv = output_ptr<float>(ctx, kInvStdOut, r)) *inv = static_cast<float>(stats.inv_std);
+    const float mean = static_cast<float>(stats.mean), inv_std = static_cast<float>(stats.inv_std);
+    if constexpr (std::is_same_v<T, float>) {
+      k.affine(s, mean, inv_std, p.gamma, p.beta, y, len_);
+    } else {
+      k.affine(s, mean, inv_std, p.gamma, p.beta, s, len_);
+      narrow_from_f32(s, y, len_);
+    }
+  }
+
+  template <typename U>
+  static U* output_ptr(const KernelContext& ctx, int index, int64_t offset) {
+    if (index >= static_cast<int>(ctx.outputs.size()) || ctx.output(index).data == nullptr) return nullptr;
+    return ctx.output(index).ptr<U>() + offset;
+  }
+
+  int64_t rows_ = 0, len_ = 0, skip_rows_ = 1, slots_ = 1;
+  bool has_beta_ = false, has_bias_ = false;
+  double epsilon_ = 1e-12;
+  DType dtype_ = DType::kF32;
+  const NormRowKernels* rows_kernels_ = nullptr;
+};
+
+template <typename K>
+void add_kernel(OpRegistry& registry, const char* domain, const char* op, std::vector<DType> dtypes) {
   KernelDef def;
   def.domain = domain;
   def.op_type = op;
-  def.dtypes = float_dtypes();
-  def.create = [](const Node&) -> std::unique_ptr<OpKernel> { return std::make_unique<NormKernel<Centred>>(); };
+  def.dtypes = std::move(dtypes);
+  def.create = [](const Node&) -> std::unique_ptr<OpKernel> { return std::make_unique<K>(); };
   registry.add_kernel(std::move(def));
 }
 
@@ -166,9 +293,14 @@ const NormRowKernels& best_norm_row_kernels() {
 }
 
 void register_normalization_cpu_kernels(OpRegistry& registry) {
-  add_kernel<true>(registry, "", "LayerNormalization");
-  add_kernel<false>(registry, "", "RMSNormalization");
-  add_kernel<false>(registry, "com.microsoft", "SimplifiedLayerNormalization");
+  add_kernel<NormKernel<true>>(registry, "", "LayerNormalization", float_dtypes());
+  add_kernel<NormKernel<false>>(registry, "", "RMSNormalization", float_dtypes());
+  for (const char* domain : {"", "com.microsoft"}) {
+    add_kernel<NormKernel<false>>(registry, domain, "SimplifiedLayerNormalization", float_dtypes());
+  }
+  const std::vector<DType> skip_dtypes{DType::kF32, DType::kF16, DType::kBF16};
+  add_kernel<SkipNormKernel<true>>(registry, "com.microsoft", "SkipLayerNormalization", skip_dtypes);
+  add_kernel<SkipNormKernel<false>>(registry, "com.microsoft", "SkipSimplifiedLayerNormalization", skip_dtypes);
 }
 
 }  // namespace onnx_genai

@@ -156,15 +156,6 @@ struct ThresholdedRelu : UnaryOp {
 template <typename T>
 constexpr bool kIsHalf = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
 
-void widen(const Float16* in, float* out, int64_t n) { convert_f16_to_f32(in, out, n); }
-void widen(const BFloat16* in, float* out, int64_t n) {
-  for (int64_t k = 0; k < n; ++k) out[k] = BFloat16::to_float(in[k].bits);
-}
-void narrow(const float* in, Float16* out, int64_t n) { convert_f32_to_f16(in, out, n); }
-void narrow(const float* in, BFloat16* out, int64_t n) {
-  for (int64_t k = 0; k < n; ++k) out[k].bits = BFloat16::from_float(in[k]);
-}
-
 template <typename F>
 void float_span(const F& f, const float* in, float* out, int64_t n) {
   if constexpr (F::kVec != VecMathOp::kNone) {
@@ -190,9 +181,9 @@ void unary_span(const void* op, const void* in, void* out, int64_t n) {
     float buf[kBlock];
     for (int64_t base = 0; base < n; base += kBlock) {
       const int64_t m = std::min(kBlock, n - base);
-      widen(x + base, buf, m);
+      widen_to_f32(x + base, buf, m);
       float_span(f, buf, buf, m);
-      narrow(buf, y + base, m);
+      narrow_from_f32(buf, y + base, m);
     }
   } else {
     for (int64_t k = 0; k < n; ++k) y[k] = store<TO>(static_cast<compute_t<TO>>(f(load(x[k]))));

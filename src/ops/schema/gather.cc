@@ -1,7 +1,8 @@
 // Index-driven ops: Gather, GatherElements, GatherND, ScatterElements (and its opset 9-10 name
-// Scatter), ScatterND.
+// Scatter), ScatterND, and com.microsoft GatherBlockQuantized (ops/schema/gather_block_quantized.cc).
 #include "ops/op.h"
 #include "ops/schema/data_params.h"
+#include "ops/schema/gather_block_quantized.h"
 
 namespace onnx_genai {
 namespace {
@@ -108,6 +109,7 @@ void register_gather_schemas(OpRegistry& registry) {
   registry.add_schema(data_schema("ScatterElements", infer_scatter_elements));
   registry.add_schema(data_schema("Scatter", infer_scatter_elements));
   registry.add_schema(data_schema("ScatterND", infer_scatter_nd));
+  registry.add_schema(gather_block_quantized_schema());
 }
 
 }  // namespace onnx_genai

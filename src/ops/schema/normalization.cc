@@ -1,7 +1,17 @@
-// LayerNormalization (opset 17), RMSNormalization (opset 23) and the com.microsoft
-// SimplifiedLayerNormalization that LLM exports use (RMS norm with an optional inv_std_var).
+// LayerNormalization (opset 17), RMSNormalization (opset 23) and the SimplifiedLayerNormalization
+// (com.microsoft or default domain) that LLM exports use (RMS norm with an optional inv_std_var).
 // Y has X's shape and dtype; the statistics outputs (Mean, InvStdDev, inv_std_var) have
 // X.shape[:axis] followed by ones, in the stash type (f32).
+//
+// The com.microsoft Skip norms normalise s = input + skip (+ bias) over the last axis:
+//   SkipLayerNormalization           (input, skip, gamma, beta?, bias?)  LayerNorm of s
+//   SkipSimplifiedLayerNormalization (input, skip, gamma, bias?)         RMS norm of s
+// with outputs (output, mean?, inv_std_var?, input_skip_bias_sum?). input is [B, S, H] or
+// [N, H]; skip matches it, or for a 3-D input is [S, H] or [1, S, H] (one skip for every batch
+// row); gamma, beta and bias are [H]. mean and inv_std_var are f32 [..., 1] (the simplified
+// op's mean is all zeros, as in ONNX Runtime); output and the sum have input's shape and dtype.
+#include <algorithm>
+
 #include "ops/op.h"
 
 namespace onnx_genai {
@@ -45,11 +55,76 @@ Status stats_in_f32(TypeContext& ctx) {
   return Status::ok();
 }
 
+// Input slots of the Skip norms: SkipSimplifiedLayerNormalization has no beta, so its bias is 3.
+struct SkipNormInputs {
+  int beta, bias;
+};
+SkipNormInputs skip_norm_inputs(const Node& node) {
+  return node.op_type == "SkipLayerNormalization" ? SkipNormInputs{3, 4} : SkipNormInputs{-1, 3};
+}
+
+Status check_hidden_vector(const InferContext& ctx, int index, const char* name, int64_t hidden) {
+  const TensorInfo& p = ctx.input(index);
+  if (p.dtype != ctx.input(0).dtype) {
+    return ctx.fail(name, " dtype ", dtype_name(p.dtype), " differs from input dtype ", dtype_name(ctx.input(0).dtype));
+  }
+  if (p.shape.rank() != 1 || p.shape[0] != hidden) {
+    return ctx.fail(name, " shape ", p.shape.to_string(), " must be [", hidden, "] (the hidden size)");
+  }
+  return Status::ok();
+}
+
+Status infer_skip_norm(InferContext& ctx) {
+  if (!ctx.has_input(0) || !ctx.has_input(1) || !ctx.has_input(2)) return ctx.fail("inputs input, skip and gamma are required");
+  const SkipNormInputs slots = skip_norm_inputs(ctx.node);
+  if (ctx.num_inputs() > std::max(slots.beta, slots.bias) + 1) return ctx.fail("too many inputs: ", ctx.num_inputs());
+  const Shape& x = ctx.shape(0);
+  const Shape& skip = ctx.shape(1);
+  if (x.rank() != 2 && x.rank() != 3) return ctx.fail("input must be 2-D or 3-D, got ", x.to_string());
+  if (ctx.input(1).dtype != ctx.input(0).dtype) {
+    return ctx.fail("skip dtype ", dtype_name(ctx.input(1).dtype), " differs from input dtype ", dtype_name(ctx.input(0).dtype));
+  }
+  // skip repeats over input's batch: the same shape, [S, H] or [1, S, H].
+  const bool same_rows = skip.rank() >= 2 && skip[skip.rank() - 1] == x[x.rank() - 1] && skip[skip.rank() - 2] == x[x.rank() - 2];
+  const bool fits = skip == x || (x.rank() == 3 && same_rows && (skip.rank() == 2 || (skip.rank() == 3 && skip[0] == 1)));
+  if (!fits) {
+    return ctx.fail("skip shape ", skip.to_string(), " must equal input shape ", x.to_string(),
+                    x.rank() == 3 ? " or be [S, H] / [1, S, H]" : "");
+  }
+  const int64_t hidden = x[x.rank() - 1];
+  OG_RETURN_IF_ERROR(check_hidden_vector(ctx, 2, "gamma", hidden));
+  if (slots.beta >= 0 && ctx.has_input(slots.beta)) OG_RETURN_IF_ERROR(check_hidden_vector(ctx, slots.beta, "beta", hidden));
+  if (ctx.has_input(slots.bias)) OG_RETURN_IF_ERROR(check_hidden_vector(ctx, slots.bias, "bias", hidden));
+  if (ctx.outputs.size() > 4) return ctx.fail("too many outputs: ", ctx.outputs.size());
+  std::vector<int64_t> stats = x.dims();
+  stats.back() = 1;
+  ctx.set_output(0, ctx.input(0).dtype, x);
+  for (int i = 1; i < static_cast<int>(ctx.outputs.size()); ++i) {
+    if (i == 3) ctx.set_output(i, ctx.input(0).dtype, x);
+    else ctx.set_output(i, DType::kF32, Shape(stats));
+  }
+  return Status::ok();
+}
+
+// output and input_skip_bias_sum in the input dtype, mean and inv_std_var in f32.
+Status skip_norm_types(TypeContext& ctx) {
+  for (size_t i = 0; i < ctx.outputs.size(); ++i) ctx.outputs[i] = i == 0 || i == 3 ? ctx.input(0) : DType::kF32;
+  return Status::ok();
+}
+
 }  // namespace
 
 void register_normalization_schemas(OpRegistry& registry) {
-  const std::pair<const char*, const char*> ops[] = {
-      {"", "LayerNormalization"}, {"", "RMSNormalization"}, {"com.microsoft", "SimplifiedLayerNormalization"}};
+  for (const char* op : {"SkipLayerNormalization", "SkipSimplifiedLayerNormalization"}) {
+    registry.add_schema(OpSchema{.domain = "com.microsoft", .op_type = op, .infer_types = skip_norm_types,
+                                 .infer_shapes = infer_skip_norm});
+  }
+  // ONNX Runtime registers SimplifiedLayerNormalization in the default domain too, where the
+  // onnxruntime-genai model builder puts it.
+  const std::pair<const char*, const char*> ops[] = {{"", "LayerNormalization"},
+                                                     {"", "RMSNormalization"},
+                                                     {"", "SimplifiedLayerNormalization"},
+                                                     {"com.microsoft", "SimplifiedLayerNormalization"}};
   for (const auto& [domain, op] : ops) {
     OpSchema schema;
     schema.domain = domain;

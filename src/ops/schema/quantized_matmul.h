@@ -10,8 +10,9 @@
 //   bias        optional [N].
 //   B[n][k] = (q[n][k] - zp[n][k / block_size]) * scale[n][k / block_size]
 //
-// accuracy_level is accepted and ignored: the CPU kernels always compute in f32 (the most
-// accurate level ORT offers), so every level gives the same or better accuracy than asked.
+// accuracy_level (ORT's minimum accuracy of the computation): below 4 the CPU kernels compute in
+// f32; 4 (int8) lets them quantise A per block to int8 (symmetric, scale max|a| / 127) for 4-bit
+// weights and use integer dot products, as ONNX Runtime does; 8-bit weights stay in f32.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +28,7 @@ struct MatMulNBitsParams {
   int64_t block_size = 0;
   int64_t blocks = 0;       // per column of B: ceil(K / block_size)
   int64_t block_bytes = 0;  // block_size * bits / 8
+  int64_t accuracy_level = 0;
   bool zp_packed = false;   // zero points given as packed uint8
   bool has_zp = false;
   bool has_bias = false;

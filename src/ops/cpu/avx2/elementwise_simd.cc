@@ -7,6 +7,7 @@ namespace onnx_genai::avx2 {
 
 VecMathFn vec_math(VecMathOp op) { return simd::vec_math_table(op); }
 BinarySpanFn arith_f32(ArithOp op) { return simd::arith_table(op); }
+GeluFn gelu_f32(GeluOp op) { return simd::gelu_table(op); }
 HalfConverters half_converters() { return {&simd::half_to_float, &simd::float_to_half}; }
 
 }  // namespace onnx_genai::avx2

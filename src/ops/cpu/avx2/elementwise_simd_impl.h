@@ -1,5 +1,5 @@
-// The run-time chosen SIMD kernels declared in ops/cpu/elementwise.h (vec_math, arith_f32, f16 <->
-// f32 conversion) over VecF (ops/cpu/avx2/vec_f32.h), compiled once per ISA by
+// The run-time chosen SIMD kernels declared in ops/cpu/elementwise.h (vec_math, arith_f32,
+// gelu_f32, f16 <-> f32 conversion) over VecF (ops/cpu/avx2/vec_f32.h), compiled once per ISA by
 // avx2/elementwise_simd.cc and avx512/elementwise_simd.cc.
 #pragma once
 
@@ -60,6 +60,43 @@ inline VecMathFn vec_math_table(VecMathOp op) {
     case VecMathOp::kSigmoid: return &map_array<sigmoid>;
     case VecMathOp::kErf: return &map_array<erf>;
     case VecMathOp::kNone: break;
+  }
+  return nullptr;
+}
+
+// The Gelu family on one vector; alpha is QuickGelu's (the others ignore it).
+inline VecF gelu_tanh(VecF x, VecF) {
+  // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+  constexpr float kSqrt2OverPi = 0.7978845608028654f;
+  const VecF inner = x * fmadd(VecF::splat(kSqrt2OverPi * 0.044715f), x * x, VecF::splat(kSqrt2OverPi));
+  return VecF::splat(0.5f) * x * (VecF::splat(1.0f) + tanh(inner));
+}
+inline VecF gelu_erf(VecF x, VecF) {
+  return VecF::splat(0.5f) * x * (VecF::splat(1.0f) + erf(x * VecF::splat(0.7071067811865476f)));
+}
+inline VecF quick_gelu(VecF x, VecF alpha) { return x * sigmoid(alpha * x); }
+
+template <VecF (*F)(VecF, VecF)>
+void gelu_array(const float* x, const float* bias, float* y, int64_t n, float alpha) {
+  constexpr int kW = VecF::kWidth;
+  const VecF a = VecF::splat(alpha);
+  const auto one = [&](int64_t i, int64_t width) {
+    const bool full = width == kW;
+    VecF v = full ? VecF::load(x + i) : VecF::load_partial(x + i, width, 0.0f);
+    if (bias != nullptr) v = v + (full ? VecF::load(bias + i) : VecF::load_partial(bias + i, width, 0.0f));
+    if (full) F(v, a).store(y + i);
+    else F(v, a).store_partial(y + i, width);
+  };
+  int64_t i = 0;
+  for (; i + kW <= n; i += kW) one(i, kW);
+  if (i < n) one(i, n - i);
+}
+
+inline GeluFn gelu_table(GeluOp op) {
+  switch (op) {
+    case GeluOp::kTanh: return &gelu_array<gelu_tanh>;
+    case GeluOp::kErf: return &gelu_array<gelu_erf>;
+    case GeluOp::kQuick: return &gelu_array<quick_gelu>;
   }
   return nullptr;
 }

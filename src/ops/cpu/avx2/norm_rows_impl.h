@@ -64,7 +64,22 @@ void norm_affine(const float* x, float mean, float inv_std, const float* scale, 
   if (i < n) one(i, n - i);
 }
 
-const NormRowKernels kNormRowKernels{norm_sum, norm_sum_sq_dev, norm_affine};
+void norm_add(const float* x, const float* skip, const float* bias, float* out, int64_t n) {
+  constexpr int64_t kW = VecF::kWidth;
+  const auto one = [&](int64_t i, int64_t width) {
+    const bool full = width == kW;
+    VecF sum = full ? VecF::load(x + i) + VecF::load(skip + i)
+                    : VecF::load_partial(x + i, width, 0.0f) + VecF::load_partial(skip + i, width, 0.0f);
+    if (bias != nullptr) sum = sum + (full ? VecF::load(bias + i) : VecF::load_partial(bias + i, width, 0.0f));
+    if (full) sum.store(out + i);
+    else sum.store_partial(out + i, width);
+  };
+  int64_t i = 0;
+  for (; i + kW <= n; i += kW) one(i, kW);
+  if (i < n) one(i, n - i);
+}
+
+const NormRowKernels kNormRowKernels{norm_sum, norm_sum_sq_dev, norm_affine, norm_add};
 
 }  // namespace
 }  // namespace onnx_genai::simd

@@ -3,6 +3,6 @@
 
 namespace onnx_genai::avx2 {
 
-const QGemmKernels& qgemm_kernels() { return qgemm_detail::kQGemmKernels; }
+const QGemmKernels& qgemm_kernels() { return simd::kQGemmKernels; }
 
 }  // namespace onnx_genai::avx2

@@ -1,167 +1,277 @@
-// The QGemmKernels implementation (qgemm_kernels.h), compiled once per instruction set: the
-// vector width follows the flags of the including translation unit (AVX-512: 16 lanes, AVX2:
-// 8, none: scalar). The GEMV accumulates codes times activations per block, then applies the
-// block's scale once and its zero point through the activation block sum:
-//   sum_k a_k (q_k - z) s = s * (sum_k a_k q_k - z * sum_k a_k)
-// so the inner loop is one convert and one FMA per weight.
+// The QGemmKernels implementation over VecF (ops/cpu/avx2/vec_f32.h), compiled once per ISA:
+// avx2/qgemm_avx2.cc (8 lanes) and avx512/qgemm_avx512.cc (16 lanes). This file holds the
+// f32-activation path and the table; the int8 path is qgemm_int8_impl.h, shared pieces qgemm_lanes.h.
+//
+// Memory-access plan (kW = lanes, a chunk = 8 * kW packed values of A = 4 * kW code bytes):
+//
+//   gemv (M = 1)   kGemvRows rows of B per pass share each load of A. Per chunk and row, kW code
+//                  bytes at a time are zero-extended into int32 lanes; `& 0x0F` gives the low
+//                  nibbles, `& 0xF0` 16 x the high ones (a mask, not a shift: shifts and int->f32
+//                  conversions share a port), paired with the chunk's first half of A and its
+//                  second half stored / 16. Codes are converted in registers and never stored.
+//                  Partial dots take their block scale once per block (per chunk when blocks span
+//                  chunks); zero points are applied once per row through the block sums of A:
+//                    sum_k a_k (q_k - z) s = s (sum_k a_k q_k) - s z (sum_k a_k).
+//   gemm (M > 1)   per thread, B rows in panels of kPanelRows x kPanelDepth values, dequantised
+//                  once into the workspace (in A's packed order, so no transposition) and read by
+//                  every row of A: a kTileRowsA x kTileRowsB tile of dot products with K in the
+//                  lanes, reduced across lanes once per panel.
+//   Both prefetch the rows of B they read next (RowPrefetch, qgemm_lanes.h).
 #pragma once
-
-#if defined(__AVX2__)
-#include <immintrin.h>
-#endif
 
 #include <algorithm>
 
-#include "ops/cpu/avx2/qgemm_kernels.h"
+#include "ops/cpu/avx2/qgemm_int8_impl.h"
+#include "ops/cpu/avx2/qgemm_lanes.h"
 
-namespace onnx_genai::qgemm_detail {
+namespace onnx_genai::simd {
 namespace {
 
+constexpr int64_t kPanelRows = 16;     // rows of B dequantised per panel
+constexpr int64_t kPanelDepth = 4096;  // packed values per panel row: a panel is 256 KiB, next to A's slice in L2
 #if defined(__AVX512F__)
-constexpr int64_t kW = 16;
-using VecF = __m512;
-inline VecF vzero() { return _mm512_setzero_ps(); }
-inline VecF vload(const float* p) { return _mm512_loadu_ps(p); }
-inline void vstore(float* p, VecF v) { _mm512_storeu_ps(p, v); }
-inline VecF vsplat(float x) { return _mm512_set1_ps(x); }
-inline VecF vfma(VecF a, VecF b, VecF c) { return _mm512_fmadd_ps(a, b, c); }
-inline VecF vsub(VecF a, VecF b) { return _mm512_sub_ps(a, b); }
-inline VecF vadd(VecF a, VecF b) { return _mm512_add_ps(a, b); }
-inline VecF vmul(VecF a, VecF b) { return _mm512_mul_ps(a, b); }
-inline float vsum(VecF v) { return _mm512_reduce_add_ps(v); }
-// 16 four-bit codes from 8 bytes, low nibble first.
-inline VecF codes4(const uint8_t* p) {
-  const __m128i x = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
-  const __m128i mask = _mm_set1_epi8(0x0F);
-  const __m128i lo = _mm_and_si128(x, mask), hi = _mm_and_si128(_mm_srli_epi16(x, 4), mask);
-  return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_unpacklo_epi8(lo, hi)));
-}
-inline VecF codes8(const uint8_t* p) {
-  return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
-}
-#elif defined(__AVX2__)
-constexpr int64_t kW = 8;
-using VecF = __m256;
-inline VecF vzero() { return _mm256_setzero_ps(); }
-inline VecF vload(const float* p) { return _mm256_loadu_ps(p); }
-inline void vstore(float* p, VecF v) { _mm256_storeu_ps(p, v); }
-inline VecF vsplat(float x) { return _mm256_set1_ps(x); }
-inline VecF vfma(VecF a, VecF b, VecF c) { return _mm256_fmadd_ps(a, b, c); }
-inline VecF vsub(VecF a, VecF b) { return _mm256_sub_ps(a, b); }
-inline VecF vadd(VecF a, VecF b) { return _mm256_add_ps(a, b); }
-inline VecF vmul(VecF a, VecF b) { return _mm256_mul_ps(a, b); }
-inline float vsum(VecF v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-// 8 four-bit codes from 4 bytes, low nibble first.
-inline VecF codes4(const uint8_t* p) {
-  int32_t word;
-  __builtin_memcpy(&word, p, sizeof(word));
-  const __m128i x = _mm_cvtsi32_si128(word);
-  const __m128i mask = _mm_set1_epi8(0x0F);
-  const __m128i lo = _mm_and_si128(x, mask), hi = _mm_and_si128(_mm_srli_epi16(x, 4), mask);
-  return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpacklo_epi8(lo, hi)));
-}
-inline VecF codes8(const uint8_t* p) {
-  return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
-}
+constexpr int kGemvRows = 4;  // rows of B per gemv pass: 4 accumulators, 2 A loads per 8 FMAs
+constexpr int kTileRowsA = 4, kTileRowsB = 4;  // 16 accumulators + 8 operands of 32 registers
 #else
-constexpr int64_t kW = 1;
-using VecF = float;
-inline VecF vzero() { return 0.0f; }
-inline VecF vload(const float* p) { return *p; }
-inline void vstore(float* p, VecF v) { *p = v; }
-inline VecF vsplat(float x) { return x; }
-inline VecF vfma(VecF a, VecF b, VecF c) { return a * b + c; }
-inline VecF vsub(VecF a, VecF b) { return a - b; }
-inline VecF vadd(VecF a, VecF b) { return a + b; }
-inline VecF vmul(VecF a, VecF b) { return a * b; }
-inline float vsum(VecF v) { return v; }
+constexpr int kGemvRows = 2;
+constexpr int kTileRowsA = 2, kTileRowsB = 4;  // 8 accumulators + 6 operands of 16 registers
 #endif
 
-// Code j of a block.
-inline float code_at(const uint8_t* block, int64_t j, int64_t bits) {
-  if (bits == 8) return static_cast<float>(block[j]);
-  return static_cast<float>((block[j / 2] >> (4 * (j & 1))) & 0x0F);
+// Packs row `src` [K] of A for the f32 path: 4-bit weights take the chunk order, its second half
+// divided by CodeLayout<4>::kSecondScale; 8-bit the natural order; zeros past K; block sums for
+// the zero-point term.
+void pack_row_f32(const QWeights& w, const float* src, int64_t row_values, float* dst, float* block_sums) {
+  for (int64_t b = 0; b < w.blocks; ++b) {
+    VecF sum = VecF::splat(0.0f);
+    for (int64_t i = b * w.block_size; i < (b + 1) * w.block_size; i += kW) sum = sum + load_row(src, w.k, i);
+    block_sums[b] = reduce_add(sum);
+  }
+  if (w.bits == 8) {
+    for (int64_t i = 0; i < row_values; i += kW) load_row(src, w.k, i).store(dst + i);
+    return;
+  }
+  const VecF second_scale = VecF::splat(1.0f / CodeLayout<4>::kSecondScale);
+  for (int64_t c = 0; c < row_values; c += kChunk) {
+    for (int64_t i = 0; i < kChunk; i += 2 * kW) {
+      VecF even, odd;
+      deinterleave(load_row(src, w.k, c + i), load_row(src, w.k, c + i + kW), &even, &odd);
+      even.store(dst + c + i / 2);
+      (odd * second_scale).store(dst + c + kChunk / 2 + i / 2);
+    }
+  }
 }
 
-// Byte offset of code j (j a multiple of kW, and even for 4-bit).
-template <int kBits>
-inline const uint8_t* code_ptr(const uint8_t* block, int64_t j) { return block + j * kBits / 8; }
-
-template <int kBits>
-inline VecF load_codes(const uint8_t* block, int64_t j) {
-#if defined(__AVX2__)
-  if constexpr (kBits == 4) return codes4(code_ptr<4>(block, j));
-  else return codes8(code_ptr<8>(block, j));
-#else
-  return code_at(block, j, kBits);
-#endif
-}
-
-template <int kBits>
-void gemv_rows(const QWeights& w, const float* a, const float* block_sums, int64_t n0, int64_t n1, float* y) {
-  const int64_t row_bytes = w.blocks * w.block_bytes;
-  for (int64_t n = n0; n < n1; ++n) {
-    const uint8_t* row = w.codes + n * row_bytes;
-    const float* scales = w.scales + n * w.blocks;
-    VecF acc = vzero();
-    float tail = 0.0f;  // scalar part: zero-point terms and the ragged last block
-    for (int64_t b = 0; b < w.blocks; ++b) {
-      const uint8_t* block = row + b * w.block_bytes;
-      const float* ab = a + b * w.block_size;
-      const int64_t len = std::min(w.block_size, w.k - b * w.block_size);
-      const int64_t vec_len = len - len % kW;
-      VecF dot0 = vzero(), dot1 = vzero();
-      int64_t j = 0;
-      for (; j + 2 * kW <= vec_len; j += 2 * kW) {
-        dot0 = vfma(vload(ab + j), load_codes<kBits>(block, j), dot0);
-        dot1 = vfma(vload(ab + j + kW), load_codes<kBits>(block, j + kW), dot1);
+// Adds one chunk of kRows rows of B times A to acc. codes[j]: row j's code bytes of the chunk;
+// scales[j]: row j's scale of the chunk's first block; a: the chunk of packed A. Partial dots are
+// summed in f32 and scaled once per block (per chunk when a block holds whole chunks).
+template <int kBits, int kRows, ScaleMode kMode>
+[[gnu::always_inline]] inline void gemv_chunk(const uint8_t* const (&codes)[kRows], const float* const (&scales)[kRows],
+                                              const float* a, const LaneBlocks& blocks, VecF (&acc)[kRows]) {
+  using L = CodeLayout<kBits>;
+  VecF chunk_dot[kRows];
+#pragma GCC unroll 4
+  for (int j = 0; j < kRows; ++j) chunk_dot[j] = VecF::splat(0.0f);
+#pragma GCC unroll 8
+  for (int64_t g = 0; g < L::kGroups; ++g) {
+    const VecF a1 = VecF::load(a + L::first_at(g));
+    VecF a2 = a1;
+    if constexpr (kBits == 4) a2 = VecF::load(a + L::second_at(g));
+    const int64_t block = (g * L::kGroupValues) >> blocks.block_shift;
+#pragma GCC unroll 4
+    for (int j = 0; j < kRows; ++j) {
+      VecF q1, q2;
+      L::decode(codes[j], g, &q1, &q2);
+      if constexpr (kMode == ScaleMode::kPerChunk) {
+        chunk_dot[j] = fmadd(q1, a1, chunk_dot[j]);
+        if constexpr (kBits == 4) chunk_dot[j] = fmadd(q2, a2, chunk_dot[j]);
+      } else {
+        const VecF dot = kBits == 4 ? fmadd(q2, a2, q1 * a1) : q1 * a1;
+        acc[j] = fmadd(dot, blocks.spread<kMode>(scales[j] + block), acc[j]);
       }
-      if (j < vec_len) dot0 = vfma(vload(ab + j), load_codes<kBits>(block, j), dot0);
-      float rest = 0.0f;
-      for (j = vec_len; j < len; ++j) rest += ab[j] * code_at(block, j, kBits);
-      const float s = scales[b];
-      acc = vfma(vadd(dot0, dot1), vsplat(s), acc);
-      tail += s * (rest - w.zero_point(n, b) * block_sums[b]);
     }
-    y[n - n0] = vsum(acc) + tail;
+  }
+  if constexpr (kMode == ScaleMode::kPerChunk) {
+#pragma GCC unroll 4
+    for (int j = 0; j < kRows; ++j) acc[j] = fmadd(chunk_dot[j], VecF::splat(*scales[j]), acc[j]);
   }
 }
 
-template <int kBits>
-void dequantize_rows(const QWeights& w, int64_t n0, int64_t n1, float* dst) {
-  const int64_t row_bytes = w.blocks * w.block_bytes;
-  for (int64_t n = n0; n < n1; ++n) {
-    const uint8_t* row = w.codes + n * row_bytes;
-    float* out = dst + (n - n0) * w.k;
-    for (int64_t b = 0; b < w.blocks; ++b) {
-      const uint8_t* block = row + b * w.block_bytes;
-      float* ob = out + b * w.block_size;
-      const int64_t len = std::min(w.block_size, w.k - b * w.block_size);
-      const int64_t vec_len = len - len % kW;
-      const float s = w.scales[n * w.blocks + b], z = w.zero_point(n, b);
-      const VecF vs = vsplat(s), vz = vsplat(z);
-      for (int64_t j = 0; j < vec_len; j += kW) vstore(ob + j, vmul(vsub(load_codes<kBits>(block, j), vz), vs));
-      for (int64_t j = vec_len; j < len; ++j) ob[j] = (code_at(block, j, kBits) - z) * s;
+// kRows rows of B from row n, f32 activations: y[j] = row (n + j) . a.
+template <int kBits, int kRows, ScaleMode kMode>
+void gemv_rows(const QWeights& w, const PackedA& a, const LaneBlocks& blocks, int64_t n, float* y) {
+  using Chunks = RowChunks<kBits>;
+  const Chunks chunks(w);
+  VecF acc[kRows];
+#pragma GCC unroll 4
+  for (VecF& v : acc) v = VecF::splat(0.0f);
+  const uint8_t* codes[kRows];
+  const float* row_scales[kRows];
+  const float* scales[kRows];
+#pragma GCC unroll 4
+  for (int j = 0; j < kRows; ++j) {
+    codes[j] = w.codes + (n + j) * w.row_bytes();
+    row_scales[j] = w.scales + (n + j) * w.blocks;
+  }
+  const RowPrefetch<kRows> prefetch(w, n, true);
+  for (int64_t c = 0; c < chunks.full; ++c) {
+    const int64_t b0 = chunks.first_block(c);
+#pragma GCC unroll 4
+    for (int j = 0; j < kRows; ++j) scales[j] = row_scales[j] + b0;
+    gemv_chunk<kBits, kRows, kMode>(codes, scales, a.values + c * kChunk, blocks, acc);
+    prefetch.at(c, Chunks::kBytes);
+#pragma GCC unroll 4
+    for (int j = 0; j < kRows; ++j) codes[j] += Chunks::kBytes;
+  }
+  if (chunks.ragged) {
+    typename Chunks::Padded pads[kRows];
+    for (int j = 0; j < kRows; ++j) {
+      codes[j] = chunks.pad_last(w, n + j, pads[j]).codes;
+      scales[j] = pads[j].scales;
+    }
+    gemv_chunk<kBits, kRows, kMode>(codes, scales, a.values + chunks.full * kChunk, blocks, acc);
+  }
+  float dots[kRows];
+  reduce_row(acc, dots);
+  for (int j = 0; j < kRows; ++j) y[j] = dots[j] - zero_point_term(w, n + j, a.block_terms);
+}
+
+void gemv(const QWeights& w, const PackedA& a, int64_t n0, int64_t n1, float* y) {
+  const auto run = [&]<int kBits>() {
+    const LaneBlocks blocks(w.block_size, CodeLayout<kBits>::kValuesPerByte);
+    with_scale_mode<CodeLayout<kBits>::kValuesPerByte>(w.block_size, [&]<ScaleMode kMode>() {
+      for_each_tile<kGemvRows>(n0, n1, [&]<int R>(int64_t n) {
+        gemv_rows<kBits, R, kMode>(w, a, blocks, n, y + (n - n0));
+      });
+    });
+  };
+  if (w.bits == 4) run.template operator()<4>();
+  else run.template operator()<8>();
+}
+
+// Dequantises rows [n, n + rows) of B over packed positions [k0, k0 + depth) (whole chunks) into
+// panel[j * depth + i], in A's packed order: q * scale - zero point * scale (second halves of
+// 4-bit chunks times kSecondScale, matching their A values).
+template <int kBits, ScaleMode kMode>
+void dequantize_panel(const QWeights& w, const LaneBlocks& blocks, int64_t n, int64_t rows, int64_t k0,
+                      int64_t depth, float* panel) {
+  using L = CodeLayout<kBits>;
+  using Chunks = RowChunks<kBits>;
+  const Chunks chunks(w);
+  // This slice's scales and zero point x scale (for the second halves: x kSecondScale too), zero
+  // past the row's last block.
+  constexpr int64_t kSliceBlocks = kPanelDepth / 16 + 2 * kW;
+  float scales[kSliceBlocks], offsets[kSliceBlocks], second_offsets[kSliceBlocks];
+  typename Chunks::Padded pad;
+  const int64_t b0 = chunks.first_block(k0 / kChunk), count = std::min(w.blocks - b0, kSliceBlocks - kW);
+  const bool given_zp = w.zp_packed != nullptr || w.zp_float != nullptr;
+  const float default_zp = static_cast<float>(1 << (w.bits - 1));
+  std::fill(scales + count, scales + kSliceBlocks, 0.0f);
+  std::fill(offsets + count, offsets + kSliceBlocks, 0.0f);
+  std::fill(second_offsets + count, second_offsets + kSliceBlocks, 0.0f);
+  for (int64_t j = 0; j < rows; ++j) {
+    std::copy_n(w.scales + (n + j) * w.blocks + b0, count, scales);
+    for (int64_t b = 0; b < count; ++b) {
+      offsets[b] = (given_zp ? w.zero_point(n + j, b0 + b) : default_zp) * scales[b];
+      second_offsets[b] = offsets[b] * L::kSecondScale;
+    }
+    const uint8_t* row = w.codes + (n + j) * w.row_bytes();
+    const RowPrefetch<1> prefetch(w, n + j, true);  // the next row's slice
+    for (int64_t c = k0 / kChunk; c < (k0 + depth) / kChunk; ++c) {
+      prefetch.at(c, Chunks::kBytes);
+      const uint8_t* codes = c < chunks.full ? row + c * Chunks::kBytes : chunks.pad_last(w, n + j, pad).codes;
+      float* out = panel + j * depth + (c * kChunk - k0);
+      const int64_t chunk_block = chunks.first_block(c) - b0;
+#pragma GCC unroll 8
+      for (int64_t g = 0; g < L::kGroups; ++g) {
+        const int64_t block = chunk_block + ((g * L::kGroupValues) >> chunks.block_shift);
+        const VecF s = blocks.spread<kMode>(scales + block);
+        VecF q1, q2;
+        L::decode(codes, g, &q1, &q2);
+        fmsub(q1, s, blocks.spread<kMode>(offsets + block)).store(out + L::first_at(g));
+        if constexpr (kBits == 4) fmsub(q2, s, blocks.spread<kMode>(second_offsets + block)).store(out + L::second_at(g));
+      }
     }
   }
 }
 
-void gemv(const QWeights& w, const float* a, const float* block_sums, int64_t n0, int64_t n1, float* y) {
-  if (w.bits == 4) gemv_rows<4>(w, a, block_sums, n0, n1, y);
-  else gemv_rows<8>(w, a, block_sums, n0, n1, y);
+// y[r * ldy + j] (+)= a row r . panel row j over `depth` values, for a kRowsA x kRowsB tile.
+template <int kRowsA, int kRowsB>
+void f32_tile(const float* a, int64_t lda, const float* panel, int64_t depth, float* y, int64_t ldy, bool accumulate) {
+  VecF acc[kRowsA][kRowsB];
+#pragma GCC unroll 4
+  for (int r = 0; r < kRowsA; ++r) {
+#pragma GCC unroll 4
+    for (int j = 0; j < kRowsB; ++j) acc[r][j] = VecF::splat(0.0f);
+  }
+  for (int64_t i = 0; i < depth; i += kW) {
+    VecF b[kRowsB];
+#pragma GCC unroll 4
+    for (int j = 0; j < kRowsB; ++j) b[j] = VecF::load(panel + j * depth + i);
+#pragma GCC unroll 4
+    for (int r = 0; r < kRowsA; ++r) {
+      const VecF av = VecF::load(a + r * lda + i);
+#pragma GCC unroll 4
+      for (int j = 0; j < kRowsB; ++j) acc[r][j] = fmadd(av, b[j], acc[r][j]);
+    }
+  }
+  for (int r = 0; r < kRowsA; ++r) {
+    float sums[kRowsB];
+    reduce_row(acc[r], sums);
+    for (int j = 0; j < kRowsB; ++j) y[r * ldy + j] = accumulate ? y[r * ldy + j] + sums[j] : sums[j];
+  }
 }
 
-void dequantize(const QWeights& w, int64_t n0, int64_t n1, float* dst) {
-  if (w.bits == 4) dequantize_rows<4>(w, n0, n1, dst);
-  else dequantize_rows<8>(w, n0, n1, dst);
+template <int kBits, ScaleMode kMode>
+void gemm_bits(const QWeights& w, const PackedA& a, int64_t n0, int64_t n1, float* panel, float* y, int64_t ldy) {
+  const LaneBlocks blocks(w.block_size, CodeLayout<kBits>::kValuesPerByte);
+  // Depth slices outermost: A's slice stays in L2 while every panel of this thread's rows passes.
+  for (int64_t k0 = 0; k0 < a.row_values; k0 += kPanelDepth) {
+    const int64_t depth = std::min(kPanelDepth, a.row_values - k0);
+    for (int64_t p = n0; p < n1; p += kPanelRows) {
+      const int64_t rows = std::min(kPanelRows, n1 - p);
+      dequantize_panel<kBits, kMode>(w, blocks, p, rows, k0, depth, panel);
+      for_each_tile<kTileRowsA>(0, a.m, [&]<int RA>(int64_t r) {
+        for_each_tile<kTileRowsB>(0, rows, [&]<int RB>(int64_t j) {
+          f32_tile<RA, RB>(a.values + r * a.row_values + k0, a.row_values, panel + j * depth, depth,
+                           y + r * ldy + (p - n0) + j, ldy, k0 > 0);
+        });
+      });
+    }
+  }
 }
 
-constexpr QGemmKernels kQGemmKernels{gemv, dequantize};
+void gemm(const QWeights& w, const PackedA& a, int64_t n0, int64_t n1, float* panel, float* y, int64_t ldy) {
+  const auto run = [&]<int kBits>() {
+    with_scale_mode<CodeLayout<kBits>::kValuesPerByte>(
+        w.block_size, [&]<ScaleMode kMode>() { gemm_bits<kBits, kMode>(w, a, n0, n1, panel, y, ldy); });
+  };
+  if (w.bits == 4) run.template operator()<4>();
+  else run.template operator()<8>();
+}
+
+void pack_a(const QWeights& w, const float* a, bool int8, const PackedA& out) {
+  for (int64_t r = 0; r < out.m; ++r) {
+    const float* src = a + r * w.k;
+    float* terms = out.block_terms + r * w.blocks;
+    if (int8) {
+      pack_row_int8(w, src, out.row_values, out.int8_values + r * out.row_values, out.block_scales + r * w.blocks,
+                    terms);
+    } else {
+      pack_row_f32(w, src, out.row_values, out.values + r * out.row_values, terms);
+    }
+  }
+}
+
+// Instantiated per ISA (compile time stays a few seconds): gemv for bits {4, 8} x the scale modes
+// a bit width allows x 1..kGemvRows rows; gemm's dequantize_panel for bits x modes and f32_tile
+// for 1..kTileRowsA x 1..kTileRowsB; gemm_int8 for its two modes x (1 x 1..kInt8GemvRows and
+// 1..kInt8RowsA x 1..kInt8RowsB) tiles.
+constexpr QGemmKernels kQGemmKernels{.chunk = kChunk,
+                                     .panel_floats = kPanelRows * kPanelDepth,
+                                     .pack_a = pack_a,
+                                     .gemv = gemv,
+                                     .gemm = gemm,
+                                     .gemm_int8 = gemm_int8};
 
 }  // namespace
-}  // namespace onnx_genai::qgemm_detail
+}  // namespace onnx_genai::simd

@@ -1,6 +1,13 @@
 // Inner loops of MatMulNBits (ops/schema/quantized_matmul.h), one table per instruction set:
-// qgemm_impl.h compiled for AVX-512 (avx512/qgemm_avx512.cc), AVX2 (avx2/qgemm_avx2.cc) and
-// plain C++ (cpu/quantized_matmul.cc).
+// qgemm_impl.h compiled for AVX-512 (avx512/qgemm_avx512.cc) and AVX2 (avx2/qgemm_avx2.cc), and
+// plain loops (cpu/quantized_matmul.cc).
+//
+// A call runs in two steps: pack_a writes A once into the workspace in the order the table's
+// loops read it (PackedA), then gemv / gemm / gemm_int8 compute rows [n0, n1) of B against every
+// row of A. Packing is what lets 4-bit codes be used as they lie in memory: a byte holds the codes
+// of elements 2p (low nibble) and 2p + 1 (high nibble), so each chunk of `chunk` packed values
+// holds the chunk's even-indexed elements first, then its odd-indexed ones, and a load of code
+// bytes splits into two vectors (low nibbles, high nibbles) that line up with two loads of A.
 #pragma once
 
 #include <cstdint>
@@ -10,12 +17,13 @@ namespace onnx_genai {
 // One quantised weight matrix as the kernels read it. Scales and float zero points are f32
 // here (16-bit inputs are widened into the workspace first).
 struct QWeights {
-  const uint8_t* codes = nullptr;  // [N, blocks, block_bytes]
+  const uint8_t* codes = nullptr;  // [N = rows, blocks, block_bytes]
   const float* scales = nullptr;   // [N * blocks]
   const uint8_t* zp_packed = nullptr;  // [N, zp_row_bytes] or null
   const float* zp_float = nullptr;     // [N * blocks] or null; both null: 2^(bits-1)
-  int64_t k = 0, bits = 4, block_size = 0, blocks = 0, block_bytes = 0, zp_row_bytes = 0;
+  int64_t rows = 0, k = 0, bits = 4, block_size = 0, blocks = 0, block_bytes = 0, zp_row_bytes = 0;
 
+  int64_t row_bytes() const { return blocks * block_bytes; }
   float zero_point(int64_t n, int64_t b) const {
     if (zp_float != nullptr) return zp_float[n * blocks + b];
     if (zp_packed == nullptr) return static_cast<float>(1 << (bits - 1));
@@ -25,12 +33,38 @@ struct QWeights {
   }
 };
 
-struct QGemmKernels {
-  // y[n - n0] = sum_k a[k] * B[n][k] for n in [n0, n1); `block_sums[b]` = sum of a over block b.
-  void (*gemv)(const QWeights& w, const float* a, const float* block_sums, int64_t n0, int64_t n1, float* y) = nullptr;
-  // dst[(n - n0) * K + k] = B[n][k] for n in [n0, n1): dequantised rows of B (columns of the product).
-  void (*dequantize)(const QWeights& w, int64_t n0, int64_t n1, float* dst) = nullptr;
+// A as the GEMMs read it, [m, row_values] with row_values = blocks * block_size rounded up to a
+// whole chunk, zeros past K. f32 path: `values` (4-bit weights: in chunk order, see above, and
+// scaled as the table's loops want it; 8-bit: natural order). int8 path (accuracy_level >= 4,
+// 4-bit weights): each block of A quantised symmetrically to int8, `int8_values` in chunk order.
+struct PackedA {
+  float* values = nullptr;        // f32 path: [m, row_values]
+  int8_t* int8_values = nullptr;  // int8 path: [m, row_values]
+  float* block_scales = nullptr;  // int8 path: [m, blocks], the scale of each block's int8 values
+  // f32 path: sum of A over block b; int8 path: scale * sum of the block's int8 values. Times the
+  // block's zero point and weight scale, it is the term the zero points subtract from a dot.
+  float* block_terms = nullptr;   // [m, blocks]
+  int64_t m = 0, row_values = 0;
 };
+
+struct QGemmKernels {
+  int64_t chunk = 0;        // packed values per chunk (the unit of reordering and of padding)
+  int64_t panel_floats = 0; // workspace floats `gemm` needs per concurrent call
+  // Packs `m` rows of A [m, K] into `out` (pointers and row_values set by the caller).
+  void (*pack_a)(const QWeights& w, const float* a, bool int8, const PackedA& out) = nullptr;
+  // f32 activations, m == 1: y[n - n0] = sum_k A[k] * B[n][k] for n in [n0, n1).
+  void (*gemv)(const QWeights& w, const PackedA& a, int64_t n0, int64_t n1, float* y) = nullptr;
+  // f32 activations, any m: y[r * ldy + n - n0] for every row r; `panel` holds panel_floats.
+  void (*gemm)(const QWeights& w, const PackedA& a, int64_t n0, int64_t n1, float* panel, float* y,
+               int64_t ldy) = nullptr;
+  // int8 activations (4-bit weights), any m: y[r * ldy + n - n0].
+  void (*gemm_int8)(const QWeights& w, const PackedA& a, int64_t n0, int64_t n1, float* y, int64_t ldy) = nullptr;
+};
+
+// Values per packed row of A (PackedA::row_values) under a table with chunk `chunk`.
+inline int64_t packed_row_values(int64_t blocks, int64_t block_size, int64_t chunk) {
+  return (blocks * block_size + chunk - 1) / chunk * chunk;
+}
 
 namespace scalar { const QGemmKernels& qgemm_kernels(); }
 namespace avx2 { const QGemmKernels& qgemm_kernels(); }

@@ -39,6 +39,7 @@ inline VecF operator*(VecF a, VecF b) { return {_mm512_mul_ps(a.v, b.v)}; }
 inline VecF operator/(VecF a, VecF b) { return {_mm512_div_ps(a.v, b.v)}; }
 inline VecF operator|(VecF a, VecF b) { return {_mm512_or_ps(a.v, b.v)}; }
 inline VecF fmadd(VecF a, VecF b, VecF c) { return {_mm512_fmadd_ps(a.v, b.v, c.v)}; }
+inline VecF fmsub(VecF a, VecF b, VecF c) { return {_mm512_fmsub_ps(a.v, b.v, c.v)}; }  // a * b - c
 inline VecF max(VecF a, VecF b) { return {_mm512_max_ps(a.v, b.v)}; }
 inline VecF min(VecF a, VecF b) { return {_mm512_min_ps(a.v, b.v)}; }
 inline VecF abs(VecF a) { return {_mm512_abs_ps(a.v)}; }
@@ -48,9 +49,35 @@ inline MaskF less(VecF a, VecF b) { return _mm512_cmp_ps_mask(a.v, b.v, _CMP_LT_
 inline MaskF is_nan(VecF a) { return _mm512_cmp_ps_mask(a.v, a.v, _CMP_UNORD_Q); }
 inline VecF select(MaskF m, VecF if_true, VecF if_false) { return {_mm512_mask_blend_ps(m, if_false.v, if_true.v)}; }
 inline float reduce_add(VecF a) { return _mm512_reduce_add_ps(a.v); }
+// out[i] = reduce_add of the i-th argument, sharing the shuffles of four reductions.
+inline void reduce_add4(VecF a, VecF b, VecF c, VecF d, float* out) {
+  const __m512 ab = _mm512_add_ps(_mm512_unpacklo_ps(a.v, b.v), _mm512_unpackhi_ps(a.v, b.v));
+  const __m512 cd = _mm512_add_ps(_mm512_unpacklo_ps(c.v, d.v), _mm512_unpackhi_ps(c.v, d.v));
+  const __m512 abcd = _mm512_add_ps(_mm512_shuffle_ps(ab, cd, 0x44), _mm512_shuffle_ps(ab, cd, 0xEE));
+  const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(abcd), _mm512_extractf32x8_ps(abcd, 1));
+  _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
+}
 inline float reduce_max(VecF a) { return _mm512_reduce_max_ps(a.v); }
 // a * 2^n; scalef handles overflow to inf and underflow through denormals to 0.
 inline VecF ldexp(VecF a, VecF n) { return {_mm512_scalef_ps(a.v, n.v)}; }
+
+// int32 lanes, as many as VecF has (quantised-weight decoding, lane indices).
+struct VecI32 {
+  static constexpr int kWidth = 16;
+  __m512i v;
+  static VecI32 splat(int32_t x) { return {_mm512_set1_epi32(x)}; }
+  static VecI32 load(const int32_t* p) { return {_mm512_loadu_si512(p)}; }
+  // kWidth bytes, each zero-extended into its lane.
+  static VecI32 load_u8(const uint8_t* p) {
+    return {_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)))};
+  }
+};
+inline VecI32 operator&(VecI32 a, VecI32 b) { return {_mm512_and_si512(a.v, b.v)}; }
+inline VecF to_float(VecI32 a) { return {_mm512_cvtepi32_ps(a.v)}; }
+// Rounds to the nearest integer, ties to even (the default MXCSR mode).
+inline VecI32 to_int(VecF a) { return {_mm512_cvtps_epi32(a.v)}; }
+// Lane l of the result is lane idx[l] of v (idx in [0, kWidth)).
+inline VecF permute(VecF v, VecI32 idx) { return {_mm512_permutexvar_ps(idx.v, v.v)}; }
 #else
 using MaskF = __m256;
 struct VecF {
@@ -74,6 +101,7 @@ inline VecF operator*(VecF a, VecF b) { return {_mm256_mul_ps(a.v, b.v)}; }
 inline VecF operator/(VecF a, VecF b) { return {_mm256_div_ps(a.v, b.v)}; }
 inline VecF operator|(VecF a, VecF b) { return {_mm256_or_ps(a.v, b.v)}; }
 inline VecF fmadd(VecF a, VecF b, VecF c) { return {_mm256_fmadd_ps(a.v, b.v, c.v)}; }
+inline VecF fmsub(VecF a, VecF b, VecF c) { return {_mm256_fmsub_ps(a.v, b.v, c.v)}; }
 inline VecF max(VecF a, VecF b) { return {_mm256_max_ps(a.v, b.v)}; }
 inline VecF min(VecF a, VecF b) { return {_mm256_min_ps(a.v, b.v)}; }
 inline VecF abs(VecF a) { return {_mm256_andnot_ps(_mm256_set1_ps(-0.0f), a.v)}; }
@@ -86,6 +114,12 @@ inline float reduce_add(VecF a) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(a.v), _mm256_extractf128_ps(a.v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+}
+inline void reduce_add4(VecF a, VecF b, VecF c, VecF d, float* out) {
+  const __m256 ab = _mm256_add_ps(_mm256_unpacklo_ps(a.v, b.v), _mm256_unpackhi_ps(a.v, b.v));
+  const __m256 cd = _mm256_add_ps(_mm256_unpacklo_ps(c.v, d.v), _mm256_unpackhi_ps(c.v, d.v));
+  const __m256 abcd = _mm256_add_ps(_mm256_shuffle_ps(ab, cd, 0x44), _mm256_shuffle_ps(ab, cd, 0xEE));
+  _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1)));
 }
 inline float reduce_max(VecF a) {
   __m128 s = _mm_max_ps(_mm256_castps256_ps128(a.v), _mm256_extractf128_ps(a.v, 1));
@@ -100,6 +134,20 @@ inline VecF ldexp(VecF a, VecF n) {
   const auto pow2 = [](__m256i e) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(e, _mm256_set1_epi32(127)), 23)); };
   return {_mm256_mul_ps(_mm256_mul_ps(a.v, pow2(half)), pow2(_mm256_sub_epi32(ni, half)))};
 }
+
+struct VecI32 {
+  static constexpr int kWidth = 8;
+  __m256i v;
+  static VecI32 splat(int32_t x) { return {_mm256_set1_epi32(x)}; }
+  static VecI32 load(const int32_t* p) { return {_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))}; }
+  static VecI32 load_u8(const uint8_t* p) {
+    return {_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)))};
+  }
+};
+inline VecI32 operator&(VecI32 a, VecI32 b) { return {_mm256_and_si256(a.v, b.v)}; }
+inline VecF to_float(VecI32 a) { return {_mm256_cvtepi32_ps(a.v)}; }
+inline VecI32 to_int(VecF a) { return {_mm256_cvtps_epi32(a.v)}; }
+inline VecF permute(VecF v, VecI32 idx) { return {_mm256_permutevar8x32_ps(v.v, idx.v)}; }
 #endif
 
 // exp(x) = 2^n * e^r with n = round(x / ln2), |r| <= ln2 / 2, and e^r from the Cephes expf

@@ -6,5 +6,6 @@ namespace onnx_genai::avx512 {
 
 VecMathFn vec_math(VecMathOp op) { return simd::vec_math_table(op); }
 BinarySpanFn arith_f32(ArithOp op) { return simd::arith_table(op); }
+GeluFn gelu_f32(GeluOp op) { return simd::gelu_table(op); }
 
 }  // namespace onnx_genai::avx512

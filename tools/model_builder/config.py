@@ -1,0 +1,231 @@
+"""Model configuration: Hugging Face config.json keys, presets per architecture, overrides.
+
+A config is the subset of a Hugging Face `config.json` that decoder-only LLMs share, plus the
+flags that tell the architectures apart. The graph emitters read only the flags, never the
+architecture name, so a new architecture is an entry in ARCHITECTURES (and a preset):
+
+    llama    plain RMSNorm decoder, SiLU-gated MLP
+    qwen2    + bias on the q/k/v projections
+    qwen3    + RMSNorm over each q/k head (before rotary)
+    mistral  + sliding-window attention
+    phi3     q/k/v and gate/up weights stored fused (qkv_proj, gate_up_proj)
+    gemma    embeddings scaled by sqrt(hidden), norm weights stored as w with scale (1 + w),
+             tanh-approximated GELU MLP, tied embeddings, optional logit softcaps
+"""
+import dataclasses
+import json
+import math
+
+import numpy as np
+
+# Small defaults: every preset builds in well under a second.
+_SMALL_DEFAULTS = {
+    "hidden_size": 128,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": None,
+    "intermediate_size": 256,
+    "vocab_size": 1000,
+    "num_hidden_layers": 2,
+    "rope_theta": 10000.0,
+    "max_position_embeddings": 256,
+    "rms_norm_eps": 1e-6,
+    "tie_word_embeddings": False,
+    "bos_token_id": 1,
+    "eos_token_id": 2,
+    "pad_token_id": 0,
+}
+
+# What each architecture changes (from Hugging Face model_type to flags).
+ARCHITECTURES = {
+    "llama": {},
+    "qwen2": {"attention_bias": True},
+    "qwen3": {"qk_norm": True},
+    "mistral": {},  # its sliding_window comes from the config
+    "phi3": {"fused_weights": True},
+    "gemma": {"hidden_act": "gelu_pytorch_tanh", "norm_weight_offset": 1.0, "scale_embeddings": True,
+              "tie_word_embeddings": True},
+}
+
+# Presets: an architecture at a small size that shows what sets it apart.
+PRESETS = {
+    "llama": {},
+    "qwen2": {"tie_word_embeddings": True},
+    "qwen3": {"head_dim": 64},
+    "mistral": {"sliding_window": 6},
+    "phi3": {"num_key_value_heads": 4},
+    "gemma": {"num_key_value_heads": 1, "head_dim": 64},
+}
+
+ACTIVATIONS = ("silu", "gelu_pytorch_tanh")
+
+
+@dataclasses.dataclass
+class ModelConfig:
+    model_type: str
+    hidden_size: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    intermediate_size: int
+    vocab_size: int
+    num_hidden_layers: int
+    head_dim: int = None
+    rope_theta: float = 10000.0
+    max_position_embeddings: int = 256
+    rms_norm_eps: float = 1e-6
+    tie_word_embeddings: bool = False
+    hidden_act: str = "silu"
+    attention_bias: bool = False  # bias on q/k/v projections (not o_proj)
+    qk_norm: bool = False  # RMSNorm over each q and k head, weight [head_dim]
+    sliding_window: int = None  # a query sees itself and the window-1 keys before it
+    fused_weights: bool = False  # checkpoint stores qkv_proj and gate_up_proj
+    norm_weight_offset: float = 0.0  # effective norm scale = offset + stored weight
+    scale_embeddings: bool = False  # embeddings multiplied by sqrt(hidden_size)
+    attn_logit_softcapping: float = None  # scores -> cap * tanh(scores / cap)
+    final_logit_softcapping: float = None  # logits -> cap * tanh(logits / cap)
+    bos_token_id: int = 1
+    eos_token_id: int = 2
+    pad_token_id: int = 0
+
+    def __post_init__(self):
+        if self.head_dim is None:
+            self.head_dim = self.hidden_size // self.num_attention_heads
+        self.validate()
+
+    def validate(self):
+        positive = ("hidden_size", "num_attention_heads", "num_key_value_heads", "intermediate_size",
+                    "vocab_size", "num_hidden_layers", "head_dim", "max_position_embeddings")
+        for name in positive:
+            value = getattr(self, name)
+            if not isinstance(value, int) or value <= 0:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if self.num_attention_heads % self.num_key_value_heads:
+            raise ValueError(f"num_attention_heads {self.num_attention_heads} is not a multiple of "
+                             f"num_key_value_heads {self.num_key_value_heads}")
+        if self.head_dim % 2:
+            raise ValueError(f"head_dim must be even for rotary embeddings, got {self.head_dim}")
+        if self.hidden_act not in ACTIVATIONS:
+            raise ValueError(f"hidden_act {self.hidden_act!r} is not one of {ACTIVATIONS}")
+        if self.sliding_window is not None and self.sliding_window <= 0:
+            raise ValueError(f"sliding_window must be positive or null, got {self.sliding_window}")
+
+    @property
+    def group_size(self):
+        return self.num_attention_heads // self.num_key_value_heads
+
+    @property
+    def q_size(self):
+        return self.num_attention_heads * self.head_dim
+
+    @property
+    def kv_size(self):
+        return self.num_key_value_heads * self.head_dim
+
+    @property
+    def embedding_multiplier(self):
+        return math.sqrt(self.hidden_size) if self.scale_embeddings else 1.0
+
+    def to_json(self):
+        return dataclasses.asdict(self)
+
+
+def _coerce(name, text):
+    """Parses a --set value with the type the field is declared with."""
+    field = {f.name: f for f in dataclasses.fields(ModelConfig)}.get(name)
+    if field is None:
+        raise ValueError(f"unknown config key {name!r}")
+    if text.lower() in ("none", "null"):
+        return None
+    if field.type is bool:
+        if text.lower() not in ("true", "false", "1", "0"):
+            raise ValueError(f"{name} wants true or false, got {text!r}")
+        return text.lower() in ("true", "1")
+    try:
+        return field.type(text)
+    except ValueError:
+        raise ValueError(f"{name} wants a {field.type.__name__}, got {text!r}") from None
+
+
+def _from_hf_json(data):
+    """Keeps the keys ModelConfig knows and adds the flags the model_type implies."""
+    model_type = data.get("model_type")
+    if model_type not in ARCHITECTURES:
+        raise ValueError(f"model_type {model_type!r} is not one of {sorted(ARCHITECTURES)}")
+    known = {f.name for f in dataclasses.fields(ModelConfig)}
+    merged = dict(ARCHITECTURES[model_type], model_type=model_type)
+    merged.update({k: v for k, v in data.items() if k in known and v is not None})
+    if model_type == "gemma":  # Gemma reads hidden_activation; its hidden_act says "gelu" but is ignored
+        merged["hidden_act"] = data.get("hidden_activation") or "gelu_pytorch_tanh"
+    if data.get("use_sliding_window") is False:  # Qwen2 configs carry a window they do not use
+        merged.pop("sliding_window", None)
+    for key in ("eos_token_id", "bos_token_id", "pad_token_id"):
+        if isinstance(merged.get(key), list):
+            merged[key] = merged[key][0]
+    if merged.get("pad_token_id") is None and "eos_token_id" in merged:  # onnxruntime-genai's default
+        merged["pad_token_id"] = merged["eos_token_id"]
+    return merged
+
+
+def load_config(preset=None, json_path=None, overrides=()):
+    """A preset's values, else a JSON file's (ours or a Hugging Face config.json), then KEY=VALUE overrides."""
+    if (preset is None) == (json_path is None):
+        raise ValueError("give exactly one of a preset and a config file")
+    if preset is not None:
+        if preset not in PRESETS:
+            raise ValueError(f"unknown preset {preset!r}; presets: {', '.join(PRESETS)}")
+        values = dict(_SMALL_DEFAULTS, model_type=preset)
+        values.update(ARCHITECTURES[preset])
+        values.update(PRESETS[preset])
+    else:
+        with open(json_path) as f:
+            values = _from_hf_json(json.load(f))
+    for item in overrides:
+        if "=" not in item:
+            raise ValueError(f"override {item!r} is not KEY=VALUE")
+        key, text = item.split("=", 1)
+        values[key.strip()] = _coerce(key.strip(), text.strip())
+    return ModelConfig(**values)
+
+
+STYLES = ("genai", "standard", "opset23")
+
+
+@dataclasses.dataclass
+class BuildOptions:
+    """How the graph is written (the model itself is the ModelConfig)."""
+
+    style: str = "genai"  # genai: onnxruntime-genai builder ops; standard: opset 17; opset23: ONNX Attention etc.
+    io_dtype: str = "f32"  # activations, float weights, KV cache and logits: f32 or f16
+    weights: str = "float"  # genai style: float MatMul, or int4/int8 MatMulNBits
+    block_size: int = 32
+    accuracy_level: int = 0
+    symmetric: bool = True  # False: asymmetric blocks with zero points
+    quantize_embeddings: bool = False  # genai int4/int8: GatherBlockQuantized embedding table
+    position_ids: bool = False  # genai: RotaryEmbedding nodes fed by a position_ids input
+    external_data: bool = False
+
+    def validate(self, cfg):
+        if self.style not in STYLES:
+            raise ValueError(f"style {self.style!r} is not one of {STYLES}")
+        if self.io_dtype not in ("f32", "f16"):
+            raise ValueError(f"io dtype {self.io_dtype!r} is not f32 or f16")
+        if self.weights not in ("float", "int4", "int8"):
+            raise ValueError(f"weights {self.weights!r} is not float, int4 or int8")
+        if self.weights != "float" and (self.block_size < 16 or self.block_size & (self.block_size - 1)):
+            raise ValueError(f"block size must be a power of two >= 16, got {self.block_size}")
+        if self.style != "genai" and (self.weights != "float" or self.quantize_embeddings or self.position_ids):
+            raise ValueError("quantized weights, quantized embeddings and --position-ids are genai-style options")
+        if self.quantize_embeddings:
+            if self.weights == "float":
+                raise ValueError("quantized embeddings need int4 or int8 weights")
+            if cfg.hidden_size % self.block_size:
+                raise ValueError(f"quantized embeddings need hidden_size {cfg.hidden_size} to be a multiple "
+                                 f"of the block size {self.block_size}")
+
+    @property
+    def bits(self):
+        return {"int4": 4, "int8": 8}.get(self.weights)
+
+    @property
+    def float_dtype(self):
+        return np.float16 if self.io_dtype == "f16" else np.float32

@@ -1,0 +1,214 @@
+"""Model weights as float32 numpy arrays under Hugging Face Llama names.
+
+Weights come from a seed (`random_weights`) or a checkpoint (`load_checkpoint`: safetensors or a
+PyTorch state_dict). Either way they are checked against the config and brought to one canonical
+form that every graph style and the reference forward read:
+
+    model.embed_tokens.weight                          [vocab, hidden]
+    model.layers.{i}.input_layernorm.weight            [hidden]       (stored form: see norm offset)
+    model.layers.{i}.self_attn.{q,k,v}_proj.weight     [q_size|kv_size, hidden]  (+ .bias)
+    model.layers.{i}.self_attn.{q,k}_norm.weight       [head_dim]
+    model.layers.{i}.self_attn.o_proj.weight           [hidden, q_size]
+    model.layers.{i}.post_attention_layernorm.weight   [hidden]
+    model.layers.{i}.mlp.{gate,up}_proj.weight         [intermediate, hidden]
+    model.layers.{i}.mlp.down_proj.weight              [hidden, intermediate]
+    model.norm.weight                                  [hidden]
+    lm_head.weight                                     [vocab, hidden]  (absent when tied)
+
+Fused checkpoints (Phi-3's qkv_proj and gate_up_proj) are split on load. Linear weights are
+[out, in] as in torch.nn.Linear.
+"""
+import json
+import os
+import struct
+
+import numpy as np
+
+
+def _layer(i, suffix):
+    return f"model.layers.{i}.{suffix}"
+
+
+def checkpoint_layout(cfg):
+    """[(name, shape, init)] in the checkpoint's own (possibly fused) form, in a fixed order.
+
+    init is 'embedding', 'linear', 'bias' or 'norm'; the order fixes which random numbers each
+    tensor gets, so one seed gives the same weights whatever graph style is built."""
+    h, kv, q, inter = cfg.hidden_size, cfg.kv_size, cfg.q_size, cfg.intermediate_size
+    layout = [("model.embed_tokens.weight", (cfg.vocab_size, h), "embedding")]
+    for i in range(cfg.num_hidden_layers):
+        layout.append((_layer(i, "input_layernorm.weight"), (h,), "norm"))
+        if cfg.fused_weights:
+            layout.append((_layer(i, "self_attn.qkv_proj.weight"), (q + 2 * kv, h), "linear"))
+        else:
+            for proj, rows in (("q_proj", q), ("k_proj", kv), ("v_proj", kv)):
+                layout.append((_layer(i, f"self_attn.{proj}.weight"), (rows, h), "linear"))
+        if cfg.attention_bias:
+            for proj, rows in (("q_proj", q), ("k_proj", kv), ("v_proj", kv)):
+                layout.append((_layer(i, f"self_attn.{proj}.bias"), (rows,), "bias"))
+        if cfg.qk_norm:
+            layout.append((_layer(i, "self_attn.q_norm.weight"), (cfg.head_dim,), "norm"))
+            layout.append((_layer(i, "self_attn.k_norm.weight"), (cfg.head_dim,), "norm"))
+        layout.append((_layer(i, "self_attn.o_proj.weight"), (h, q), "linear"))
+        layout.append((_layer(i, "post_attention_layernorm.weight"), (h,), "norm"))
+        if cfg.fused_weights:
+            layout.append((_layer(i, "mlp.gate_up_proj.weight"), (2 * inter, h), "linear"))
+        else:
+            layout.append((_layer(i, "mlp.gate_proj.weight"), (inter, h), "linear"))
+            layout.append((_layer(i, "mlp.up_proj.weight"), (inter, h), "linear"))
+        layout.append((_layer(i, "mlp.down_proj.weight"), (h, inter), "linear"))
+    layout.append(("model.norm.weight", (h,), "norm"))
+    if not cfg.tie_word_embeddings:
+        layout.append(("lm_head.weight", (cfg.vocab_size, h), "linear"))
+    return layout
+
+
+def random_weights(cfg, seed):
+    """Seeded normals scaled so activations stay O(1) and logits are well separated.
+
+    Linear weights ~ N(0, 1/fan_in) keep each projection's output at unit scale; the projections
+    that write into the residual stream (o_proj, down_proj) get twice that, so the layers, not
+    the token's own embedding, dominate it; otherwise a tied LM head mostly predicts the input
+    token again. Embedding rows have unit norm (after Gemma's multiplier); norm scales are 1 + N(0, 0.1^2) (stored minus
+    the config's norm offset)."""
+    rng = np.random.default_rng(seed)
+    weights = {}
+    for name, shape, init in checkpoint_layout(cfg):
+        values = rng.standard_normal(shape)
+        if init == "linear":
+            residual_writer = name.endswith(("o_proj.weight", "down_proj.weight"))
+            values *= (2.0 if residual_writer else 1.0) / np.sqrt(shape[1])
+        elif init == "embedding":
+            values /= np.sqrt(shape[1]) * cfg.embedding_multiplier
+        elif init == "bias":
+            values *= 0.1
+        elif init == "norm":
+            values = 1.0 - cfg.norm_weight_offset + 0.1 * values
+        weights[name] = values.astype(np.float32)
+    return canonicalize(cfg, weights)
+
+
+def canonicalize(cfg, checkpoint):
+    """Checks names and shapes against the config; splits fused tensors; returns the canonical dict."""
+    expected = checkpoint_layout(cfg)
+    wanted = {name for name, _, _ in expected}
+    tied_extra = {"lm_head.weight"} if cfg.tie_word_embeddings else set()
+    unknown = sorted(set(checkpoint) - wanted - tied_extra)
+    if unknown:
+        raise ValueError(f"checkpoint has tensors this config does not use: {', '.join(unknown[:8])}")
+    weights = {}
+    for name, shape, _ in expected:
+        if name not in checkpoint:
+            raise ValueError(f"checkpoint lacks {name} {list(shape)}")
+        array = np.asarray(checkpoint[name], dtype=np.float32)
+        if array.shape != tuple(shape):
+            raise ValueError(f"{name} has shape {list(array.shape)}, config wants {list(shape)}")
+        weights[name] = array
+    if cfg.fused_weights:
+        _split_fused(cfg, weights)
+    return weights
+
+
+def _split_fused(cfg, weights):
+    for i in range(cfg.num_hidden_layers):
+        qkv = weights.pop(_layer(i, "self_attn.qkv_proj.weight"))
+        q_end, k_end = cfg.q_size, cfg.q_size + cfg.kv_size
+        weights[_layer(i, "self_attn.q_proj.weight")] = qkv[:q_end]
+        weights[_layer(i, "self_attn.k_proj.weight")] = qkv[q_end:k_end]
+        weights[_layer(i, "self_attn.v_proj.weight")] = qkv[k_end:]
+        gate_up = weights.pop(_layer(i, "mlp.gate_up_proj.weight"))
+        weights[_layer(i, "mlp.gate_proj.weight")] = gate_up[:cfg.intermediate_size]
+        weights[_layer(i, "mlp.up_proj.weight")] = gate_up[cfg.intermediate_size:]
+
+
+def _fuse(cfg, weights):
+    """The checkpoint form of canonical weights (Phi-3's fused tensors put back together)."""
+    fused = dict(weights)
+    if not cfg.fused_weights:
+        return fused
+    for i in range(cfg.num_hidden_layers):
+        parts = [fused.pop(_layer(i, f"self_attn.{p}_proj.weight")) for p in "qkv"]
+        fused[_layer(i, "self_attn.qkv_proj.weight")] = np.concatenate(parts)
+        parts = [fused.pop(_layer(i, f"mlp.{p}_proj.weight")) for p in ("gate", "up")]
+        fused[_layer(i, "mlp.gate_up_proj.weight")] = np.concatenate(parts)
+    return fused
+
+
+def write_safetensors(path, cfg, weights):
+    """Writes canonical weights as a float32 .safetensors checkpoint in the config's own layout."""
+    tensors = _fuse(cfg, weights)
+    header, offset = {}, 0
+    for name, array in tensors.items():
+        header[name] = {"dtype": "F32", "shape": list(array.shape), "data_offsets": [offset, offset + array.nbytes]}
+        offset += array.nbytes
+    encoded = json.dumps(header).encode()
+    encoded += b" " * (-len(encoded) % 8)  # the format keeps the data 8-byte aligned
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(encoded)) + encoded)
+        for array in tensors.values():
+            f.write(np.ascontiguousarray(array, dtype=np.float32).tobytes())
+
+
+def lm_head(cfg, weights):
+    """[vocab, hidden]: the embedding table when tied."""
+    return weights["model.embed_tokens.weight" if cfg.tie_word_embeddings else "lm_head.weight"]
+
+
+def norm_scale(cfg, stored):
+    """The scale a norm applies, from its stored weight (Gemma stores scale - 1)."""
+    return (stored.astype(np.float64) + cfg.norm_weight_offset).astype(np.float32)
+
+
+_SAFETENSORS_DTYPES = {"F32": np.float32, "F16": np.float16, "F64": np.float64, "BF16": np.uint16}
+
+
+def read_safetensors(path):
+    """{name: float32 array} from a .safetensors file (8-byte header size, JSON header, raw data)."""
+    with open(path, "rb") as f:
+        blob = f.read()
+    if len(blob) < 8:
+        raise ValueError(f"{path}: too short for a safetensors file")
+    (header_size,) = struct.unpack("<Q", blob[:8])
+    if 8 + header_size > len(blob):
+        raise ValueError(f"{path}: header of {header_size} bytes runs past the end of the file")
+    header = json.loads(blob[8:8 + header_size])
+    data = memoryview(blob)[8 + header_size:]
+    tensors = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        dtype = _SAFETENSORS_DTYPES.get(info["dtype"])
+        if dtype is None:
+            raise ValueError(f"{path}: tensor {name} has unsupported dtype {info['dtype']}")
+        begin, end = info["data_offsets"]
+        if not 0 <= begin <= end <= len(data):
+            raise ValueError(f"{path}: tensor {name} offsets [{begin}, {end}) outside the data")
+        array = np.frombuffer(data[begin:end], dtype=dtype).reshape(info["shape"])
+        if info["dtype"] == "BF16":  # bfloat16 is the high half of a float32
+            array = (array.astype(np.uint32) << 16).view(np.float32)
+        tensors[name] = array.astype(np.float32)
+    return tensors
+
+
+def read_state_dict(path):
+    """{name: float32 array} from a torch.save'd state_dict (.pt / .bin)."""
+    import torch  # only this loader needs PyTorch
+
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    return {name: tensor.detach().to(torch.float32).numpy() for name, tensor in state.items()}
+
+
+def load_checkpoint(cfg, path):
+    """A .safetensors file, a folder of them (a sharded checkpoint), or a torch state_dict file."""
+    if os.path.isdir(path):
+        shards = sorted(f for f in os.listdir(path) if f.endswith(".safetensors"))
+        if not shards:
+            raise ValueError(f"{path} holds no .safetensors files")
+        raw = {}
+        for shard in shards:
+            raw.update(read_safetensors(os.path.join(path, shard)))
+    elif path.endswith(".safetensors"):
+        raw = read_safetensors(path)
+    else:
+        raw = read_state_dict(path)
+    return canonicalize(cfg, raw)
