@@ -1,13 +1,23 @@
 // onnx-genai: command-line entry point. Subcommands:
 //   exec MODEL.onnx [--threads N] [--repeat R] [--dim name=value ...] [--input name=file.bin ...]
-// Any error prints one line to stderr and exits with status 1.
+//   generate [MODEL] --prompt TEXT ... (cli/generate_options.h)
+//   tokenize [MODEL] [--text TEXT] [--ids] [--no-special] [--decode 1,2,3] (cli/tokenize_command.h)
+//   show [MODEL] (cli/show_command.h)
+//   bench [MODEL] --prompt-len P --gen-len G [--repeat R] [--threads N] [--json] (cli/bench_command.h)
+//   run [MODEL] [--system TEXT] [--greedy] [--max-new-tokens N] [--threads N] (cli/run_command.h)
+// Any error prints one line to stderr and exits with status 1 (generate: 2 for bad input).
 #include <algorithm>
 #include <cstdio>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "cli/bench_command.h"
 #include "cli/exec_command.h"
+#include "cli/generate_command.h"
+#include "cli/run_command.h"
+#include "cli/show_command.h"
+#include "cli/tokenize_command.h"
 
 namespace {
 
@@ -15,7 +25,29 @@ constexpr const char* kUsage =
     "usage: onnx-genai exec MODEL.onnx [--threads N] [--repeat R] [--dim name=value ...] [--input name=file.bin ...]\n"
     "  exec   load MODEL.onnx, run it R times (default 1) on the inputs given with --input (raw little-endian\n"
     "         files) or generated ones (integers in [0, 100), floats uniform in [-1, 1), fixed seed);\n"
-    "         symbolic dims take --dim values, default 1; prints outputs, timing and session stats\n";
+    "         symbolic dims take --dim values, default 1; prints outputs, timing and session stats\n"
+    "usage: onnx-genai generate [MODEL] [--prompt TEXT] [--chat] [--system TEXT] [--max-new-tokens N]\n"
+    "         [--min-new-tokens N] [--temperature F] [--top-k N] [--top-p F] [--min-p F] [--seed N] [--greedy]\n"
+    "         [--stop TEXT ...] [--ignore-eos] [--prefill-chunk N] [--truncate] [--threads N] [--mask-at-capacity on|off]\n"
+    "         [--stream] [--stats]\n"
+    "  generate  load a model folder (genai_config.json or Hugging Face config.json + model.onnx; default\n"
+    "         models/default), encode the prompt (--prompt, else stdin; --chat applies the chat template),\n"
+    "         generate and print the text; sampling defaults come from the package, --greedy takes the argmax,\n"
+    "         any of --temperature/--top-k/--top-p/--min-p turns sampling on; --stats prints timing to stderr;\n"
+    "         --mask-at-capacity: GroupQueryAttention decode steps share one plan (a mask as wide as the KV\n"
+    "         cache; default: on when the graph uses the mask only for lengths)\n"
+    "usage: onnx-genai tokenize [MODEL] [--text TEXT] [--ids] [--no-special] [--decode 1,2,3]\n"
+    "  tokenize  the model's tokenizer on --text (else stdin): ID<TAB>TOKEN lines, or the ids on one line\n"
+    "         with --ids; --no-special adds no special tokens (BOS...); --decode prints the text of the ids\n"
+    "usage: onnx-genai show [MODEL]\n"
+    "  show   model type, layers, hidden size, heads, vocab, context, parameters, quantization, KV dtype,\n"
+    "         op counts and file size, from the configs and the decoder graph\n"
+    "usage: onnx-genai bench [MODEL] [--prompt-len P] [--gen-len G] [--repeat R] [--threads N] [--json]\n"
+    "  bench  greedy generation of exactly G tokens (default 64) after a synthetic P-token prompt (default\n"
+    "         128), one warm-up then R runs (default 3): prefill/decode tok/s, TTFT, inter-token latency\n"
+    "         p50/p90/p99, peak RSS\n"
+    "usage: onnx-genai run [MODEL] [--system TEXT] [--greedy] [--max-new-tokens N] [--threads N]\n"
+    "  run    chat with the model (its chat template), one line per user turn; /help lists the commands\n";
 
 // Errors are one line on stderr, whatever the message holds.
 int fail(std::string message) {
@@ -34,6 +66,11 @@ int main(int argc, char** argv) {
     std::fputs(kUsage, stdout);
     return 0;
   }
+  if (args[0] == "generate") return onnx_genai::cli::run_generate(std::span(args).subspan(1));
+  if (args[0] == "tokenize") return onnx_genai::cli::run_tokenize(std::span(args).subspan(1));
+  if (args[0] == "show") return onnx_genai::cli::run_show(std::span(args).subspan(1));
+  if (args[0] == "bench") return onnx_genai::cli::run_bench(std::span(args).subspan(1));
+  if (args[0] == "run") return onnx_genai::cli::run_chat(std::span(args).subspan(1));
   if (args[0] != "exec") return fail("unknown subcommand '" + args[0] + "' (try --help)");
   auto options = onnx_genai::cli::parse_exec_options(std::span(args).subspan(1));
   if (!options.is_ok()) return fail(options.status().message());

@@ -1,0 +1,167 @@
+// Text generation: load a model package, then prefill and decode with a KV cache the runtime owns.
+//
+//   auto model = genai::Model::load("models/qwen3").value();          // Result<unique_ptr<Model>>
+//   genai::GeneratorParams params = model->default_params();
+//   params.prompts = {model->encode("Once upon a time").value()};
+//   params.max_new_tokens = 64;
+//   auto generator = genai::Generator::create(*model, params).value();
+//   generator->generate([](size_t sequence, std::string_view text) { std::cout << text; });
+//
+// or step by step: while (!generator->is_done()) { generator->generate_next(); ...new_text(0)... }.
+//
+// A package is an onnxruntime-genai folder (genai_config.json) or a Hugging Face ONNX export
+// (config.json + model.onnx / model_q4.onnx / model_fp16.onnx, also under onnx/), with
+// tokenizer.json, tokenizer_config.json, generation_config.json and chat_template.jinja beside
+// it. The decoder's inputs and outputs are derived from the graph (src/genai/decoder_io.h).
+//
+// Batches: one prompt per sequence, of any lengths. Sequences advance in lockstep, one token per
+// generate_next(); a finished sequence stops growing (internally it is fed filler tokens until
+// every sequence has finished). Errors are Status values; nothing throws.
+//
+// These classes live in onnx_genai::genai: onnx_genai::Model is the runtime's loaded ONNX graph.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "onnx_genai/chat_template.h"
+#include "onnx_genai/sampling.h"
+#include "onnx_genai/session.h"
+#include "onnx_genai/status.h"
+#include "onnx_genai/tokenizer.h"
+
+namespace onnx_genai::genai {
+
+struct ModelOptions {
+  int num_threads = 0;            // intra-op threads including the caller; 0 = all cores
+  std::string onnx_file;          // decoder file inside the folder; empty = the config's / the usual names
+  bool preallocate_kv = false;    // reserve the KV cache for the whole context up front
+  int64_t initial_kv_capacity = 0;  // smallest first KV reservation in positions; 0 = 64
+  // Shared-buffer (GroupQueryAttention) models: decode steps pass an attention_mask as wide as the
+  // KV capacity, so they all have one input shape and replay one execution plan until the cache
+  // grows (onnxruntime-genai feeds such a static mask under graph capture). Unset: on when the
+  // graph uses the mask only for seqlens_k and total_sequence_length (onnxruntime-genai's builder
+  // graphs); a graph reading more from the mask's width (LongRoPE's If) would see the capacity.
+  std::optional<bool> decode_mask_at_capacity;
+};
+
+// What loading found out about the model.
+struct ModelInfo {
+  std::string model_file;        // the decoder .onnx
+  std::string config_name;       // "genai_config.json" or "config.json"
+  int64_t context_length = 0;    // 0 when the config gives none
+  int64_t vocab_size = 0;        // logits width
+  int64_t num_layers = 0, kv_heads = 0, head_size = 0;
+  DType kv_dtype = DType::kUndefined;
+  bool shared_kv_buffer = false;  // present written into past's storage (GroupQueryAttention)
+  bool right_padding = false;     // batch rows start at cache slot 0 (else left-padded)
+  std::vector<int32_t> eos_token_ids;
+  int32_t pad_token_id = 0;
+};
+
+struct GeneratorParams {
+  SamplingParams sampling;           // greedy when sampling.is_greedy()
+  int64_t max_new_tokens = 0;        // 0 = no limit besides max_length / the context
+  int64_t min_new_tokens = 0;        // eos and stop strings are ignored before this many
+  int64_t max_length = 0;            // prompt + generated tokens; 0 = the context length
+  std::vector<std::string> stop_strings;  // end a sequence; the stop string is not in its text
+  bool ignore_eos = false;           // keep generating through eos tokens
+  std::vector<std::vector<int32_t>> prompts;  // one per sequence (the batch)
+  int64_t prefill_chunk = 512;       // longest run of prompt tokens per decoder call; 0 = all at once
+  bool truncate_prompt_left = false;  // drop a too-long prompt's oldest tokens instead of failing
+  bool skip_special_tokens = true;   // in the text stream
+};
+
+enum class FinishReason { kNone, kEos, kStopString, kLength };
+std::string_view finish_reason_name(FinishReason reason);  // "none", "eos", "stop", "length"
+
+struct GenerationStats {
+  int64_t prefill_tokens = 0;   // prompt tokens fed (padding excluded), all sequences
+  double prefill_seconds = 0;
+  int64_t decode_steps = 0;     // single-token decoder runs
+  double decode_seconds = 0;
+  double sampling_seconds = 0;  // sampling and detokenizing, all steps
+};
+
+class Generator;
+
+class Model {
+ public:
+  static Result<std::unique_ptr<Model>> load(const std::string& path, const ModelOptions& options = {});
+  ~Model();
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  const ModelInfo& info() const;
+  // Null when the package has no tokenizer.json.
+  const Tokenizer* tokenizer() const;
+  // Sampling defaults and limits from genai_config.json's search section or generation_config.json.
+  GeneratorParams default_params() const;
+  // Text -> ids with the tokenizer's special tokens (BOS...). Fails on invalid UTF-8.
+  Result<std::vector<int32_t>> encode(std::string_view text) const;
+  // Renders the chat template and encodes the result without adding special tokens again.
+  Result<std::vector<int32_t>> encode_chat(const ChatRequest& request) const;
+  SessionStats session_stats() const;
+
+ private:
+  struct Impl;
+  explicit Model(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+  friend class Generator;
+};
+
+// Called with each piece of text that became final, per sequence.
+using TextCallback = std::function<void(size_t sequence, std::string_view text)>;
+
+class Generator {
+ public:
+  // Validates `params` (prompts, limits, sampling) against the model; the model must outlive it.
+  static Result<std::unique_ptr<Generator>> create(const Model& model, const GeneratorParams& params);
+  ~Generator();
+  Generator(const Generator&) = delete;
+  Generator& operator=(const Generator&) = delete;
+
+  // Appends `tokens` to every sequence (a further prompt turn, or a prompt after rewind(0)); they
+  // count as prompt. Finished sequences resume.
+  Status append_tokens(std::span<const int32_t> tokens);
+  // Feeds what the cache lacks (the prompt, chunked, on the first call) and samples one token per
+  // unfinished sequence.
+  Status generate_next();
+  // Runs generate_next() until every sequence has finished, passing each text piece on.
+  Status generate(const TextCallback& on_text);
+
+  size_t batch_size() const;
+  bool is_done() const;
+  bool is_done(size_t sequence) const;
+  FinishReason finish_reason(size_t sequence) const;
+  // Prompt and generated tokens (eos included when it ended the sequence).
+  std::span<const int32_t> tokens(size_t sequence) const;
+  size_t prompt_length(size_t sequence) const;
+  // Text that became final in the last generate_next() (stop strings held back until decided).
+  const std::string& new_text(size_t sequence) const;
+  // One entry per generated token when params.sampling.logprobs.
+  std::span<const SampledToken> logprobs(size_t sequence) const;
+
+  // Keeps the first `length` tokens of the longest sequence; every sequence drops the same number
+  // of trailing tokens (for batch 1: keeps `length` tokens). The next generate_next() recomputes
+  // the last kept token's successor. rewind(0) empties every sequence (then append_tokens()).
+  // Text already reported is not taken back, and seeded samplers do not replay their draws.
+  Status rewind(size_t length);
+
+  int64_t kv_capacity() const;   // positions per sequence the KV cache holds now
+  int64_t kv_growths() const;    // times it grew
+  const GenerationStats& stats() const;
+
+ private:
+  struct Impl;
+  explicit Generator(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace onnx_genai::genai

@@ -1,0 +1,183 @@
+#include "cli/bench_command.h"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/run_support.h"
+#include "onnx_genai/genai.h"
+
+namespace onnx_genai::cli {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct BenchOptions {
+  std::string model_path;
+  int64_t prompt_len = 128;
+  int64_t gen_len = 64;
+  int64_t repeat = 3;
+  int64_t threads = 0;
+  bool json = false;
+};
+
+Result<BenchOptions> parse_bench_options(std::span<const std::string> args) {
+  BenchOptions o;
+  OptionTable table;
+  const auto integer = [](int64_t& field, int64_t min, int64_t max) {
+    return [&field, min, max](const std::string& option, const std::string& value) -> Status {
+      OG_ASSIGN_OR_RETURN(field, parse_integer(value, option, min, max));
+      return Status::ok();
+    };
+  };
+  constexpr int64_t kMaxTokens = 1 << 20;
+  table.valued["--prompt-len"] = integer(o.prompt_len, 1, kMaxTokens);
+  table.valued["--gen-len"] = integer(o.gen_len, 1, kMaxTokens);
+  table.valued["--repeat"] = integer(o.repeat, 1, 1000);
+  table.valued["--threads"] = integer(o.threads, 0, 4096);
+  table.flags = {{"--json", &o.json}};
+  OG_RETURN_IF_ERROR(parse_options(args, table, o.model_path));
+  return o;
+}
+
+// Distinct-looking ids spread over the vocabulary, the same every run.
+std::vector<int32_t> synthetic_prompt(int64_t length, int64_t vocab_size) {
+  std::vector<int32_t> ids(static_cast<size_t>(length));
+  for (size_t i = 0; i < ids.size(); ++i) {
+    ids[i] = static_cast<int32_t>((i * 7919 + 13) % static_cast<size_t>(vocab_size));
+  }
+  return ids;
+}
+
+struct RunTimes {
+  double first_token_seconds = 0;       // prefill and the first pick
+  std::vector<double> step_seconds;     // each later token
+  genai::GenerationStats stats;
+};
+
+Result<RunTimes> time_one_run(const genai::Model& model, const genai::GeneratorParams& params) {
+  OG_ASSIGN_OR_RETURN(auto generator, genai::Generator::create(model, params));
+  RunTimes times;
+  auto start = Clock::now();
+  OG_RETURN_IF_ERROR(generator->generate_next());
+  times.first_token_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  while (!generator->is_done()) {
+    start = Clock::now();
+    OG_RETURN_IF_ERROR(generator->generate_next());
+    times.step_seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  const size_t generated = generator->tokens(0).size() - generator->prompt_length(0);
+  if (generated != static_cast<size_t>(params.max_new_tokens)) {
+    return OG_ERROR("generated ", generated, " tokens instead of ", params.max_new_tokens, " (",
+                    genai::finish_reason_name(generator->finish_reason(0)), ")");
+  }
+  times.stats = generator->stats();
+  return times;
+}
+
+double percentile(std::vector<double> values, double p) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(values.size())));
+  return values[std::clamp<size_t>(rank, 1, values.size()) - 1];  // nearest-rank
+}
+
+double peak_rss_mib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // Linux reports KiB
+}
+
+nlohmann::ordered_json summarize(const BenchOptions& options, const std::vector<RunTimes>& runs) {
+  double prefill_tokens = 0, prefill_seconds = 0, decode_steps = 0, decode_seconds = 0, ttft = 0;
+  std::vector<double> steps;
+  for (const RunTimes& run : runs) {
+    prefill_tokens += static_cast<double>(run.stats.prefill_tokens);
+    prefill_seconds += run.stats.prefill_seconds;
+    decode_steps += static_cast<double>(run.stats.decode_steps);
+    decode_seconds += run.stats.decode_seconds;
+    ttft += run.first_token_seconds;
+    steps.insert(steps.end(), run.step_seconds.begin(), run.step_seconds.end());
+  }
+  const auto rate = [](double count, double seconds) { return seconds > 0 ? count / seconds : 0.0; };
+  return {{"prompt_len", options.prompt_len}, {"gen_len", options.gen_len}, {"repeat", options.repeat},
+          {"threads", options.threads},
+          {"prefill_tok_s", rate(prefill_tokens, prefill_seconds)},
+          {"decode_tok_s", rate(decode_steps, decode_seconds)},
+          {"ttft_ms", ttft / static_cast<double>(runs.size()) * 1e3},
+          {"itl_p50_ms", percentile(steps, 50) * 1e3},
+          {"itl_p90_ms", percentile(steps, 90) * 1e3},
+          {"itl_p99_ms", percentile(steps, 99) * 1e3},
+          {"peak_rss_mib", peak_rss_mib()}};
+}
+
+void print_table(const nlohmann::ordered_json& summary) {
+  std::printf("prompt %lld tokens, %lld generated, %lld runs after a warm-up, threads %lld\n",
+              summary["prompt_len"].get<long long>(), summary["gen_len"].get<long long>(),
+              summary["repeat"].get<long long>(), summary["threads"].get<long long>());
+  std::printf("  prefill       %10.1f tok/s\n", summary["prefill_tok_s"].get<double>());
+  std::printf("  decode        %10.1f tok/s\n", summary["decode_tok_s"].get<double>());
+  std::printf("  TTFT          %10.2f ms\n", summary["ttft_ms"].get<double>());
+  std::printf("  ITL p50       %10.2f ms\n", summary["itl_p50_ms"].get<double>());
+  std::printf("  ITL p90       %10.2f ms\n", summary["itl_p90_ms"].get<double>());
+  std::printf("  ITL p99       %10.2f ms\n", summary["itl_p99_ms"].get<double>());
+  std::printf("  peak RSS      %10.1f MiB\n", summary["peak_rss_mib"].get<double>());
+}
+
+}  // namespace
+
+int run_bench(std::span<const std::string> args) {
+  auto options = parse_bench_options(args);
+  if (!options.is_ok()) return report(kExitBadInput, options.status().message());
+  auto dir = resolve_model_dir(options->model_path, "bench");
+  if (!dir.is_ok()) return report(kExitBadInput, dir.status().message());
+  genai::ModelOptions model_options;
+  model_options.num_threads = static_cast<int>(options->threads);
+  auto model = genai::Model::load(*dir, model_options);
+  if (!model.is_ok()) return report(kExitBadInput, model.status().message());
+
+  const int64_t context = (*model)->info().context_length;
+  if (context > 0 && options->prompt_len + options->gen_len > context) {
+    return report(kExitBadInput, "--prompt-len " + std::to_string(options->prompt_len) + " + --gen-len " +
+                                     std::to_string(options->gen_len) + " exceeds the context length " +
+                                     std::to_string(context));
+  }
+  genai::GeneratorParams params = (*model)->default_params();
+  params.sampling = SamplingParams{};
+  params.sampling.greedy = true;
+  params.ignore_eos = true;
+  params.stop_strings.clear();
+  params.min_new_tokens = 0;
+  params.max_length = 0;  // the package's default length must not cut the run short
+  params.max_new_tokens = options->gen_len;
+  // Ids every part of the package knows: the logits width may be padded past the tokenizer's.
+  int64_t vocab = (*model)->info().vocab_size;
+  if (const Tokenizer* tokenizer = (*model)->tokenizer()) vocab = std::min<int64_t>(vocab, tokenizer->vocab_size());
+  params.prompts = {synthetic_prompt(options->prompt_len, vocab)};
+  // The warm-up also validates the lengths against the context before anything is measured.
+  auto warm_up = time_one_run(**model, params);
+  if (!warm_up.is_ok()) return report(kExitBadInput, warm_up.status().message());
+  std::vector<RunTimes> runs;
+  for (int64_t r = 0; r < options->repeat; ++r) {
+    auto run = time_one_run(**model, params);
+    if (!run.is_ok()) return report(kExitFailed, run.status().message());
+    runs.push_back(std::move(*run));
+  }
+  const nlohmann::ordered_json summary = summarize(*options, runs);
+  if (options->json) {
+    std::printf("%s\n", summary.dump(2).c_str());
+  } else {
+    print_table(summary);
+  }
+  std::fflush(stdout);
+  return 0;
+}
+
+}  // namespace onnx_genai::cli

@@ -1,0 +1,130 @@
+#include "cli/generate_command.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <iterator>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/generate_options.h"
+#include "cli/run_support.h"
+#include "onnx_genai/genai.h"
+#include "tokenizer/unicode.h"
+
+namespace onnx_genai::cli {
+
+namespace {
+
+Status check_utf8(const std::string& text, const char* what) {
+  if (auto bad = unicode::find_invalid_utf8(text)) return OG_ERROR(what, " is not valid UTF-8 (byte ", *bad, ")");
+  return Status::ok();
+}
+
+// --prompt, else stdin when it is not a terminal.
+Result<std::string> read_prompt(const GenerateOptions& options) {
+  if (options.prompt) return *options.prompt;
+  if (isatty(STDIN_FILENO)) return OG_ERROR("no prompt: pass --prompt TEXT or pipe the prompt on stdin");
+  std::string text(std::istreambuf_iterator<char>(std::cin), {});
+  return text;
+}
+
+Result<std::vector<int32_t>> encode_prompt(const genai::Model& model, const GenerateOptions& options,
+                                           const std::string& prompt) {
+  OG_RETURN_IF_ERROR(check_utf8(prompt, "the prompt"));
+  if (!options.chat) return model.encode(prompt);
+  nlohmann::json messages = nlohmann::json::array();
+  if (options.system) {
+    OG_RETURN_IF_ERROR(check_utf8(*options.system, "--system"));
+    messages.push_back({{"role", "system"}, {"content", *options.system}});
+  }
+  messages.push_back({{"role", "user"}, {"content", prompt}});
+  ChatRequest request;
+  request.messages_json = messages.dump();
+  request.add_generation_prompt = true;
+  return model.encode_chat(request);
+}
+
+// The package's defaults, then the command line.
+genai::GeneratorParams make_params(const genai::Model& model, const GenerateOptions& options) {
+  genai::GeneratorParams params = model.default_params();
+  SamplingParams& s = params.sampling;
+  if (options.asks_for_sampling()) s.greedy = false;
+  if (options.greedy) s.greedy = true;
+  if (options.temperature) s.temperature = *options.temperature;
+  if (options.top_k) s.top_k = *options.top_k;
+  if (options.top_p) s.top_p = *options.top_p;
+  if (options.min_p) s.min_p = *options.min_p;
+  if (options.seed) s.seed = *options.seed;
+  if (options.max_new_tokens) params.max_new_tokens = *options.max_new_tokens;
+  if (options.min_new_tokens) params.min_new_tokens = *options.min_new_tokens;
+  if (options.prefill_chunk) params.prefill_chunk = *options.prefill_chunk;
+  params.stop_strings = options.stop_strings;
+  params.ignore_eos = options.ignore_eos;
+  params.truncate_prompt_left = options.truncate;
+  return params;
+}
+
+void print_stats(const genai::Model& model, const genai::Generator& generator, double load_seconds) {
+  const genai::GenerationStats& g = generator.stats();
+  const SessionStats s = model.session_stats();
+  const auto rate = [](double count, double seconds) { return seconds > 0 ? count / seconds : 0.0; };
+  const size_t generated = generator.tokens(0).size() - generator.prompt_length(0);
+  std::fprintf(stderr,
+               "load %.1f ms; prefill %lld tokens in %.1f ms (%.1f tok/s); decode %lld steps in %.1f ms (%.1f tok/s); "
+               "sampling %.1f ms; %zu tokens generated (%s); plans compiled %lld, cache hits %lld; KV capacity %lld "
+               "positions after %lld growths\n",
+               load_seconds * 1e3, static_cast<long long>(g.prefill_tokens), g.prefill_seconds * 1e3,
+               rate(static_cast<double>(g.prefill_tokens), g.prefill_seconds), static_cast<long long>(g.decode_steps),
+               g.decode_seconds * 1e3, rate(static_cast<double>(g.decode_steps), g.decode_seconds), g.sampling_seconds * 1e3,
+               generated, std::string(genai::finish_reason_name(generator.finish_reason(0))).c_str(),
+               static_cast<long long>(s.plans_compiled), static_cast<long long>(s.plan_cache_hits),
+               static_cast<long long>(generator.kv_capacity()), static_cast<long long>(generator.kv_growths()));
+}
+
+}  // namespace
+
+int run_generate(std::span<const std::string> args) {
+  auto options = parse_generate_options(args);
+  if (!options.is_ok()) return report(kExitBadInput, options.status().message());
+  auto path = resolve_model_dir(options->model_path, "generate");
+  if (!path.is_ok()) return report(kExitBadInput, path.status().message());
+  auto prompt = read_prompt(*options);
+  if (!prompt.is_ok()) return report(kExitBadInput, prompt.status().message());
+
+  const auto load_start = std::chrono::steady_clock::now();
+  genai::ModelOptions model_options;
+  model_options.num_threads = options->threads;
+  model_options.decode_mask_at_capacity = options->mask_at_capacity;
+  auto model = genai::Model::load(*path, model_options);
+  if (!model.is_ok()) return report(kExitBadInput, model.status().message());
+  const double load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
+  auto ids = encode_prompt(**model, *options, *prompt);
+  if (!ids.is_ok()) return report(kExitBadInput, ids.status().message());
+
+  genai::GeneratorParams params = make_params(**model, *options);
+  params.prompts = {std::move(*ids)};
+  auto generator = genai::Generator::create(**model, params);
+  if (!generator.is_ok()) return report(kExitBadInput, generator.status().message());
+
+  std::string text;
+  const Status status = (*generator)->generate([&](size_t, std::string_view piece) {
+    if (!options->stream) {
+      text += piece;
+      return;
+    }
+    std::fwrite(piece.data(), 1, piece.size(), stdout);
+    std::fflush(stdout);
+  });
+  if (!options->stream) std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
+  if (!status.is_ok()) return report(kExitFailed, status.message());
+  if (options->stats) print_stats(**model, **generator, load_seconds);
+  return 0;
+}
+
+}  // namespace onnx_genai::cli

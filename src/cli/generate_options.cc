@@ -1,0 +1,71 @@
+#include "cli/generate_options.h"
+
+#include <limits>
+
+#include "cli/run_support.h"
+
+namespace onnx_genai::cli {
+
+namespace {
+
+using Setter = std::function<Status(const std::string& option, const std::string& value)>;
+
+template <typename T, typename Field>
+Setter number(Field& field, T min, T max) {
+  return [&field, min, max](const std::string& option, const std::string& text) -> Status {
+    OG_ASSIGN_OR_RETURN(field, parse_number<T>(text, option, min, max));
+    return Status::ok();
+  };
+}
+
+Setter text(std::optional<std::string>& field) {
+  return [&field](const std::string&, const std::string& value) {
+    field = value;
+    return Status::ok();
+  };
+}
+
+OptionTable option_table(GenerateOptions& o) {
+  constexpr int64_t kMaxTokens = std::numeric_limits<int32_t>::max();
+  constexpr float kMaxFloat = std::numeric_limits<float>::max();
+  OptionTable table;
+  table.valued = {
+      {"--prompt", text(o.prompt)},
+      {"--system", text(o.system)},
+      {"--stop",
+       [&o](const std::string& option, const std::string& value) {
+         if (value.empty()) return OG_ERROR(option, " wants a non-empty string");
+         o.stop_strings.push_back(value);
+         return Status::ok();
+       }},
+      {"--max-new-tokens", number<int64_t>(o.max_new_tokens, 0, kMaxTokens)},
+      {"--min-new-tokens", number<int64_t>(o.min_new_tokens, 0, kMaxTokens)},
+      {"--prefill-chunk", number<int64_t>(o.prefill_chunk, 0, kMaxTokens)},
+      {"--temperature", number<float>(o.temperature, 0.0f, kMaxFloat)},
+      {"--top-p", number<float>(o.top_p, 0.0f, 1.0f)},
+      {"--min-p", number<float>(o.min_p, 0.0f, 1.0f)},
+      {"--top-k", number<int32_t>(o.top_k, 0, std::numeric_limits<int32_t>::max())},
+      {"--seed", number<uint64_t>(o.seed, 0, std::numeric_limits<uint64_t>::max())},
+      {"--threads", number<int>(o.threads, 0, 4096)},
+      {"--mask-at-capacity",
+       [&o](const std::string& option, const std::string& value) {
+         if (value != "on" && value != "off") return OG_ERROR(option, " wants on or off, got '", value, "'");
+         o.mask_at_capacity = value == "on";
+         return Status::ok();
+       }},
+  };
+  table.flags = {{"--chat", &o.chat},     {"--greedy", &o.greedy}, {"--ignore-eos", &o.ignore_eos},
+                 {"--truncate", &o.truncate}, {"--stream", &o.stream}, {"--stats", &o.stats}};
+  return table;
+}
+
+}  // namespace
+
+Result<GenerateOptions> parse_generate_options(std::span<const std::string> args) {
+  GenerateOptions options;
+  OG_RETURN_IF_ERROR(parse_options(args, option_table(options), options.model_path));
+  if (options.system && !options.chat) return OG_ERROR("--system needs --chat");
+  return options;
+}
+
+}  // namespace onnx_genai::cli

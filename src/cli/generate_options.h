@@ -1,0 +1,44 @@
+// `onnx-genai generate` arguments:
+//   [MODEL] [--prompt TEXT] [--chat] [--system TEXT] [--max-new-tokens N] [--min-new-tokens N]
+//   [--temperature F] [--top-k N] [--top-p F] [--min-p F] [--seed N] [--greedy] [--stop TEXT ...]
+//   [--ignore-eos] [--prefill-chunk N] [--truncate] [--threads N] [--mask-at-capacity on|off]
+//   [--stream] [--stats]
+// Options take their value as the next argument or after '=' (--top-k=40).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "onnx_genai/status.h"
+
+namespace onnx_genai::cli {
+
+struct GenerateOptions {
+  std::string model_path;             // empty = the default model folder
+  std::optional<std::string> prompt;  // unset = read stdin
+  bool chat = false;                  // wrap the prompt in the model's chat template
+  std::optional<std::string> system;  // chat system message
+  std::optional<int64_t> max_new_tokens, min_new_tokens, prefill_chunk;
+  std::optional<float> temperature, top_p, min_p;
+  std::optional<int32_t> top_k;
+  std::optional<uint64_t> seed;
+  bool greedy = false;
+  std::vector<std::string> stop_strings;
+  bool ignore_eos = false;
+  bool truncate = false;  // cut a too-long prompt from the left
+  int threads = 0;
+  std::optional<bool> mask_at_capacity;  // genai::ModelOptions::decode_mask_at_capacity
+  bool stream = false;  // print text as it is generated (else once at the end)
+  bool stats = false;   // timing and session numbers on stderr
+
+  // Any of the distribution flags asks for sampling (unless --greedy).
+  bool asks_for_sampling() const { return temperature || top_p || min_p || top_k; }
+};
+
+// Parses the arguments after `generate`; errors name the offending argument.
+Result<GenerateOptions> parse_generate_options(std::span<const std::string> args);
+
+}  // namespace onnx_genai::cli

@@ -1,0 +1,185 @@
+#include "cli/run_command.h"
+
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdint>
+#include <cstdio>
+#include <iostream>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/run_support.h"
+#include "onnx_genai/genai.h"
+
+namespace onnx_genai::cli {
+
+namespace {
+
+constexpr const char* kHelp =
+    "/system TEXT  system message for the following turns\n"
+    "/reset        forget the conversation\n"
+    "/stats        numbers of the last reply\n"
+    "/help         this text\n"
+    "/exit         leave (also end of input; Ctrl-C twice at the prompt)\n";
+
+volatile std::sig_atomic_t g_interrupted = 0;
+
+extern "C" void on_sigint(int) { g_interrupted = 1; }
+
+// Without SA_RESTART, so Ctrl-C at the prompt also ends the blocked read.
+void install_sigint_handler() {
+  struct sigaction action {};
+  action.sa_handler = on_sigint;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+}
+
+struct ChatOptions {
+  std::string model_path;
+  std::optional<std::string> system;
+  std::optional<int64_t> max_new_tokens;
+  int64_t threads = 0;
+  bool greedy = false;
+};
+
+Result<ChatOptions> parse_chat_options(std::span<const std::string> args) {
+  ChatOptions o;
+  OptionTable table;
+  table.valued["--system"] = [&](const std::string&, const std::string& value) {
+    o.system = value;
+    return Status::ok();
+  };
+  table.valued["--max-new-tokens"] = [&](const std::string& option, const std::string& value) -> Status {
+    OG_ASSIGN_OR_RETURN(o.max_new_tokens, parse_integer(value, option, 0, INT32_MAX));
+    return Status::ok();
+  };
+  table.valued["--threads"] = [&](const std::string& option, const std::string& value) -> Status {
+    OG_ASSIGN_OR_RETURN(o.threads, parse_integer(value, option, 0, 4096));
+    return Status::ok();
+  };
+  table.flags = {{"--greedy", &o.greedy}};
+  OG_RETURN_IF_ERROR(parse_options(args, table, o.model_path));
+  return o;
+}
+
+class ChatSession {
+ public:
+  ChatSession(const genai::Model& model, const ChatOptions& options) : model_(model), system_(options.system) {
+    params_ = model.default_params();
+    if (options.greedy) params_.sampling.greedy = true;
+    if (options.max_new_tokens) params_.max_new_tokens = *options.max_new_tokens;
+  }
+
+  // Handles one input line; false when the session should end.
+  bool handle(const std::string& line) {
+    if (line == "/exit" || line == "/quit") return false;
+    if (line == "/reset") {
+      history_ = nlohmann::json::array();
+    } else if (line == "/help") {
+      std::fputs(kHelp, stdout);
+    } else if (line == "/stats") {
+      print_stats();
+    } else if (line.starts_with("/system ") || line == "/system") {
+      system_ = line.size() > 8 ? std::optional(line.substr(8)) : std::nullopt;
+    } else if (line.starts_with("/")) {
+      std::fprintf(stderr, "unknown command '%s' (try /help)\n", line.c_str());
+    } else if (!line.empty()) {
+      const Status status = reply(line);
+      if (!status.is_ok()) std::fprintf(stderr, "onnx-genai: %s\n", status.message().c_str());
+    }
+    std::fflush(stdout);
+    return true;
+  }
+
+ private:
+  Status reply(const std::string& user_text) {
+    nlohmann::json messages = nlohmann::json::array();
+    if (system_) messages.push_back({{"role", "system"}, {"content", *system_}});
+    for (const auto& message : history_) messages.push_back(message);
+    messages.push_back({{"role", "user"}, {"content", user_text}});
+    ChatRequest request;
+    request.messages_json = messages.dump();
+    request.add_generation_prompt = true;
+    OG_ASSIGN_OR_RETURN(std::vector<int32_t> ids, model_.encode_chat(request));
+    genai::GeneratorParams params = params_;
+    params.prompts = {std::move(ids)};
+    OG_ASSIGN_OR_RETURN(auto generator, genai::Generator::create(model_, params));
+    g_interrupted = 0;
+    std::string text;
+    while (!generator->is_done() && !g_interrupted) {
+      OG_RETURN_IF_ERROR(generator->generate_next());
+      const std::string& piece = generator->new_text(0);
+      text += piece;
+      std::fwrite(piece.data(), 1, piece.size(), stdout);
+      std::fflush(stdout);
+    }
+    std::fputc('\n', stdout);
+    g_interrupted = 0;  // a Ctrl-C that stopped this reply is spent
+    last_stats_ = generator->stats();
+    last_generated_ = generator->tokens(0).size() - generator->prompt_length(0);
+    history_.push_back({{"role", "user"}, {"content", user_text}});
+    history_.push_back({{"role", "assistant"}, {"content", text}});
+    return Status::ok();
+  }
+
+  void print_stats() const {
+    const auto rate = [](double count, double seconds) { return seconds > 0 ? count / seconds : 0.0; };
+    std::printf("prompt %lld tokens in %.1f ms (%.1f tok/s); %zu tokens generated, decode %.1f tok/s; %zu messages\n",
+                static_cast<long long>(last_stats_.prefill_tokens), last_stats_.prefill_seconds * 1e3,
+                rate(static_cast<double>(last_stats_.prefill_tokens), last_stats_.prefill_seconds), last_generated_,
+                rate(static_cast<double>(last_stats_.decode_steps), last_stats_.decode_seconds), history_.size());
+  }
+
+  const genai::Model& model_;
+  genai::GeneratorParams params_;
+  std::optional<std::string> system_;
+  nlohmann::json history_ = nlohmann::json::array();
+  genai::GenerationStats last_stats_;
+  size_t last_generated_ = 0;
+};
+
+// Reads lines until /exit or end of input; on a terminal, two Ctrl-C in a row at the prompt exit.
+void chat_loop(ChatSession& session) {
+  const bool terminal = isatty(STDIN_FILENO);
+  int interrupts_at_prompt = 0;
+  std::string line;
+  while (true) {
+    if (terminal) {
+      std::fputs("> ", stdout);
+      std::fflush(stdout);
+    }
+    if (!std::getline(std::cin, line)) {
+      if (!g_interrupted || ++interrupts_at_prompt >= 2) return;
+      g_interrupted = 0;
+      std::cin.clear();
+      clearerr(stdin);  // std::cin reads through stdio, which remembers the interrupted read
+      std::fputs("\n(Ctrl-C again or /exit to leave)\n", stdout);
+      continue;
+    }
+    interrupts_at_prompt = 0;
+    if (!session.handle(line)) return;
+  }
+}
+
+}  // namespace
+
+int run_chat(std::span<const std::string> args) {
+  auto options = parse_chat_options(args);
+  if (!options.is_ok()) return report(kExitBadInput, options.status().message());
+  auto dir = resolve_model_dir(options->model_path, "run");
+  if (!dir.is_ok()) return report(kExitBadInput, dir.status().message());
+  genai::ModelOptions model_options;
+  model_options.num_threads = static_cast<int>(options->threads);
+  auto model = genai::Model::load(*dir, model_options);
+  if (!model.is_ok()) return report(kExitBadInput, model.status().message());
+  if (!(*model)->tokenizer()) return report(kExitBadInput, "the model folder " + *dir + " has no tokenizer.json");
+  install_sigint_handler();
+  ChatSession session(**model, *options);
+  if (isatty(STDIN_FILENO)) std::fputs("onnx-genai chat; /help for commands\n", stdout);
+  chat_loop(session);
+  return 0;
+}
+
+}  // namespace onnx_genai::cli

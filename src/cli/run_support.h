@@ -1,0 +1,52 @@
+// Shared by the generate, tokenize, show, bench and run subcommands: exit codes, one-line error reports,
+// a small option parser ("--name value" or "--name=value", flags, one positional MODEL) and the
+// model folder default.
+#pragma once
+
+#include <charconv>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <span>
+#include <string>
+#include <system_error>
+#include <type_traits>
+
+#include "onnx_genai/status.h"
+
+namespace onnx_genai::cli {
+
+constexpr int kExitFailed = 1;
+constexpr int kExitBadInput = 2;
+
+// Prints "onnx-genai: MESSAGE" as one line on stderr and returns `exit_code`.
+int report(int exit_code, std::string message);
+
+struct OptionTable {
+  std::map<std::string, std::function<Status(const std::string& option, const std::string& value)>> valued;
+  std::map<std::string, bool*> flags;
+};
+
+// Fills the table's targets; `model_path` gets the one positional argument (else stays empty).
+Status parse_options(std::span<const std::string> args, const OptionTable& table, std::string& model_path);
+
+// A number of type T in [min, max] (the whole text, no sign or space slack); the error names the
+// option and the text.
+template <typename T>
+Result<T> parse_number(const std::string& text, const std::string& option, T min, T max) {
+  T value{};
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || !(value >= min && value <= max)) {
+    return OG_ERROR(option, " wants ", std::is_integral_v<T> ? "an integer" : "a number", " in [", min, ", ", max,
+                    "], got '", text, "'");
+  }
+  return value;
+}
+inline Result<int64_t> parse_integer(const std::string& text, const std::string& option, int64_t min, int64_t max) {
+  return parse_number<int64_t>(text, option, min, max);
+}
+
+// `given`, else the model folder shipped with the sources (an error naming `command` when absent).
+Result<std::string> resolve_model_dir(const std::string& given, const std::string& command);
+
+}  // namespace onnx_genai::cli

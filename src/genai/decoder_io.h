@@ -1,0 +1,67 @@
+// What the generator feeds a decoder and reads back, derived from the graph's declared inputs and
+// outputs plus the package config, never from the architecture's name:
+//
+//   input_ids [B, S], attention_mask [B, T], position_ids [B, S] (optional), use_cache_branch
+//   (Optimum merged decoders, optional), per layer a past key and value [B, kv_heads, P, head_size]
+//   -> logits [B, S, vocab] (or [B, 1, vocab]) and the matching present key and value.
+//
+// Past inputs pair with present outputs by layer number and kind: genai_config.json's templates
+// ("past_key_values.%d.key") when it gives them, else any names holding "past" / "present", one
+// number (the layer) and "key" / "value" (past_key_values.N.key <-> present.N.key, past_key_N <->
+// present_key_N, ...). Every input must get a role, or loading fails naming the input.
+//
+// Two cache disciplines follow from the graph:
+//   shared buffer   present is past's buffer, written in place at each row's length
+//                   (GroupQueryAttention; or present's sequence dim has past's symbol); rows are
+//                   right-padded, and attention reads each row's length from the mask's sum
+//   concatenated    present = Concat(past, new) is a new, longer tensor; rows are left-padded
+//                   (Hugging Face's convention) and the mask marks the pads
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "genai/package.h"
+#include "onnx_genai/session.h"
+
+namespace onnx_genai::genai {
+
+enum class InputRole { kInputIds, kAttentionMask, kPositionIds, kUseCacheBranch, kPastKv };
+
+struct KvBinding {
+  int64_t layer = 0;
+  bool is_value = false;
+  size_t past_input = 0;      // index in Session::inputs()
+  size_t present_output = 0;  // index in Session::outputs()
+};
+
+// Facts read from the graph's nodes before the session takes it over.
+struct GraphFacts {
+  std::set<std::string> inputs_read_by_gqa;  // graph inputs that feed a GroupQueryAttention past
+  // attention_mask only feeds a ReduceSum and, through its Shape, GroupQueryAttention's
+  // total_sequence_length (onnxruntime-genai's builder graphs)
+  bool mask_only_sets_lengths = false;
+};
+
+struct DecoderIo {
+  std::vector<InputRole> roles;  // one per Session input
+  size_t logits_output = 0;
+  DType logits_dtype = DType::kUndefined;
+  int64_t vocab_size = 0;
+  std::vector<KvBinding> kv;  // layer-major, key before value
+  int64_t num_layers = 0;
+  DType kv_dtype = DType::kUndefined;
+  int64_t kv_heads = 0, head_size = 0;
+  bool shared_buffer = false;  // present written into past's storage
+  bool right_padding = false;  // rows start at cache slot 0 (attention uses each row's length)
+
+  bool has(InputRole role) const;
+};
+
+// Errors name the input or output that cannot be mapped and say what was expected.
+Result<DecoderIo> derive_decoder_io(const std::vector<IoInfo>& inputs, const std::vector<IoInfo>& outputs,
+                                    const Package& package, const GraphFacts& facts);
+
+}  // namespace onnx_genai::genai

@@ -1,0 +1,158 @@
+#include "genai/decoder_runner.h"
+
+#include <algorithm>
+
+namespace onnx_genai::genai {
+
+namespace {
+
+// `slot` as a tensor of `dtype` and `shape`, keeping its storage when it already fits.
+Status reuse(Tensor& slot, DType dtype, const Shape& shape) {
+  if (slot.defined() && slot.dtype() == dtype && slot.shape() == shape) return Status::ok();
+  OG_ASSIGN_OR_RETURN(slot, Tensor::allocate(dtype, shape));
+  return Status::ok();
+}
+
+void set_integer(Tensor& t, int64_t index, int64_t value) {
+  if (t.dtype() == DType::kI64) {
+    t.data<int64_t>()[index] = value;
+  } else {
+    t.data<int32_t>()[index] = static_cast<int32_t>(value);
+  }
+}
+
+template <typename T>
+void widen(const T* row, int64_t n, std::vector<float>& out) {
+  out.resize(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i)] = static_cast<float>(row[i]);
+}
+
+}  // namespace
+
+DecoderRunner::DecoderRunner(Session& session, const DecoderIo& io, int32_t pad_token_id, bool mask_at_capacity)
+    : session_(session), io_(io), pad_token_id_(pad_token_id), mask_at_capacity_(mask_at_capacity),
+      inputs_(session.inputs().size()),
+      outputs_(session.outputs().size()), present_data_(io.kv.size()) {}
+
+Status DecoderRunner::run(std::span<const RunRow> rows, size_t first, KvCache& cache,
+                          std::vector<std::vector<float>>& last_logits) {
+  int64_t width = 0, total = 0;
+  for (const RunRow& row : rows) {
+    width = std::max(width, row.fresh);
+    total = std::max(total, row.cached + row.fresh);
+  }
+  if (!io_.shared_buffer && total != cache.length() + width) {
+    return OG_ERROR("internal error: a concatenated KV cache of ", cache.length(), " positions cannot take a run of ",
+                    width, " new positions reaching ", total);
+  }
+  OG_RETURN_IF_ERROR(cache.reserve(total));
+  const int64_t mask_width = mask_at_capacity_ && io_.shared_buffer && width == 1 ? cache.capacity() : total;
+  OG_RETURN_IF_ERROR(fill_inputs(rows, width, mask_width));
+  bind_cache(cache, first, static_cast<int64_t>(rows.size()), width);
+  OG_RETURN_IF_ERROR(session_.run_into(inputs_, outputs_).with_context("running the decoder"));
+  OG_RETURN_IF_ERROR(check_presents(cache));
+  OG_RETURN_IF_ERROR(copy_logits(rows, first, width, last_logits));
+  cache.advance(io_.shared_buffer ? std::max(cache.length(), total) : total);
+  return Status::ok();
+}
+
+Status DecoderRunner::fill_inputs(std::span<const RunRow> rows, int64_t width, int64_t mask_width) {
+  const auto batch = static_cast<int64_t>(rows.size());
+  const std::vector<IoInfo>& infos = session_.inputs();
+  for (size_t i = 0; i < infos.size(); ++i) {
+    Tensor& t = inputs_[i];
+    switch (io_.roles[i]) {
+      case InputRole::kInputIds:
+      case InputRole::kPositionIds: {
+        const bool ids = io_.roles[i] == InputRole::kInputIds;
+        OG_RETURN_IF_ERROR(reuse(t, infos[i].dtype, Shape{batch, width}));
+        for (int64_t b = 0; b < batch; ++b) {
+          const RunRow& row = rows[static_cast<size_t>(b)];
+          for (int64_t s = 0; s < width; ++s) {
+            const int64_t j = row.cached + s;
+            const bool real = s < row.fresh && row.slots[static_cast<size_t>(j)] != kPadSlot;
+            const int64_t value = ids ? (real ? row.slots[static_cast<size_t>(j)] : pad_token_id_)
+                                      : (real ? j - row.lead_pads : 0);
+            set_integer(t, b * width + s, value);
+          }
+        }
+        break;
+      }
+      case InputRole::kAttentionMask:
+        OG_RETURN_IF_ERROR(reuse(t, infos[i].dtype, Shape{batch, mask_width}));
+        for (int64_t b = 0; b < batch; ++b) {
+          const RunRow& row = rows[static_cast<size_t>(b)];
+          for (int64_t j = 0; j < mask_width; ++j) {
+            const bool real = j < row.cached + row.fresh && row.slots[static_cast<size_t>(j)] != kPadSlot;
+            set_integer(t, b * mask_width + j, real ? 1 : 0);
+          }
+        }
+        break;
+      case InputRole::kUseCacheBranch:
+        OG_RETURN_IF_ERROR(reuse(t, DType::kBool, Shape{1}));
+        t.data<bool>()[0] = mask_width > width;
+        break;
+      case InputRole::kPastKv:
+        break;  // bind_cache
+    }
+  }
+  return Status::ok();
+}
+
+void DecoderRunner::bind_cache(const KvCache& cache, size_t first, int64_t rows, int64_t width) {
+  for (size_t k = 0; k < io_.kv.size(); ++k) {
+    const KvBinding& binding = io_.kv[k];
+    inputs_[binding.past_input] = cache.past(k, static_cast<int64_t>(first), rows);
+    Tensor present = cache.present(k, static_cast<int64_t>(first), rows, width);
+    present_data_[k] = present.raw();
+    outputs_[binding.present_output] = std::move(present);
+  }
+}
+
+// run_into keeps an output tensor only when the plan's shape matches it; a present that came back
+// elsewhere means the graph does not update the cache the way its I/O declared.
+Status DecoderRunner::check_presents(const KvCache& cache) const {
+  for (size_t k = 0; k < io_.kv.size(); ++k) {
+    const KvBinding& binding = io_.kv[k];
+    const Tensor& present = outputs_[binding.present_output];
+    if (present.raw() == present_data_[k]) continue;
+    const Tensor& past = inputs_[binding.past_input];
+    return OG_ERROR("decoder output '", session_.outputs()[binding.present_output].name, "' has shape ",
+                    present.shape().to_string(), ", not the ", io_.shared_buffer ? "shared " : "", "KV cache shape ",
+                    io_.shared_buffer ? past.shape().to_string() : "of past + new positions",
+                    " (past '", session_.inputs()[binding.past_input].name, "' was ", past.shape().to_string(),
+                    ", cache capacity ", cache.capacity(), ")");
+  }
+  return Status::ok();
+}
+
+Status DecoderRunner::copy_logits(std::span<const RunRow> rows, size_t first, int64_t width,
+                                  std::vector<std::vector<float>>& last_logits) const {
+  const Tensor& logits = outputs_[io_.logits_output];
+  const auto batch = static_cast<int64_t>(rows.size());
+  const std::string& name = session_.outputs()[io_.logits_output].name;
+  if (logits.rank() != 3 || logits.shape()[0] != batch || logits.shape()[2] != io_.vocab_size ||
+      (logits.shape()[1] != width && logits.shape()[1] != 1)) {
+    return OG_ERROR("decoder output '", name, "' has shape ", logits.shape().to_string(), ", expected [", batch, ", ",
+                    width, " or 1, ", io_.vocab_size, "]");
+  }
+  const int64_t positions = logits.shape()[1], vocab = io_.vocab_size;
+  for (int64_t b = 0; b < batch; ++b) {
+    const RunRow& row = rows[static_cast<size_t>(b)];
+    if (row.fresh == 0) continue;
+    if (positions == 1 && row.fresh != width) {
+      return OG_ERROR("decoder output '", name, "' keeps only the last position, but batch row ", first + b,
+                      " ends before it (", row.fresh, " of ", width, " positions)");
+    }
+    const int64_t offset = (b * positions + (positions == 1 ? 0 : row.fresh - 1)) * vocab;
+    std::vector<float>& out = last_logits[first + static_cast<size_t>(b)];
+    switch (logits.dtype()) {
+      case DType::kF16: widen(logits.data<Float16>() + offset, vocab, out); break;
+      case DType::kBF16: widen(logits.data<BFloat16>() + offset, vocab, out); break;
+      default: widen(logits.data<float>() + offset, vocab, out); break;
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace onnx_genai::genai

@@ -1,0 +1,373 @@
+// genai::Generator: prefill (chunked), then one decoder run and one sample per step.
+#include "genai/generator.h"
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+
+#include "genai/decoder_runner.h"
+#include "genai/kv_cache.h"
+#include "genai/model_parts.h"
+
+namespace onnx_genai::genai {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+Status check_token_ids(std::span<const int32_t> tokens, int64_t vocab, const std::string& what) {
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i] < 0 || tokens[i] >= vocab) {
+      return OG_ERROR(what, " token ", i, " is ", tokens[i], ", outside the vocabulary [0, ", vocab, ")");
+    }
+  }
+  return Status::ok();
+}
+
+Status check_params(const GeneratorParams& p, const ModelParts& model) {
+  if (p.prompts.empty()) return OG_ERROR("generator: no prompts (one token list per sequence)");
+  for (size_t b = 0; b < p.prompts.size(); ++b) {
+    if (p.prompts[b].empty()) return OG_ERROR("generator: prompt ", b, " is empty");
+    OG_RETURN_IF_ERROR(check_token_ids(p.prompts[b], model.io.vocab_size, "generator: prompt " + std::to_string(b)));
+  }
+  for (const auto& [name, value] :
+       {std::pair{"max_new_tokens", p.max_new_tokens}, std::pair{"min_new_tokens", p.min_new_tokens},
+        std::pair{"max_length", p.max_length}, std::pair{"prefill_chunk", p.prefill_chunk}}) {
+    if (value < 0) return OG_ERROR("generator: ", name, " must be >= 0, got ", value);
+  }
+  if (p.max_new_tokens > 0 && p.min_new_tokens > p.max_new_tokens) {
+    return OG_ERROR("generator: min_new_tokens ", p.min_new_tokens, " exceeds max_new_tokens ", p.max_new_tokens);
+  }
+  for (const std::string& stop : p.stop_strings) {
+    if (stop.empty()) return OG_ERROR("generator: stop strings must not be empty");
+  }
+  if (!p.stop_strings.empty() && !model.tokenizer) {
+    return OG_ERROR("generator: stop strings need the model's tokenizer.json, which the package lacks");
+  }
+  return Status::ok();
+}
+
+// A prompt that does not fit the context: cut from the left when allowed, else an error.
+Status fit_context(std::vector<int32_t>& prompt, size_t index, const GeneratorParams& p, int64_t context) {
+  const auto length = static_cast<int64_t>(prompt.size());
+  if (context <= 0 || length < context) return Status::ok();
+  if (!p.truncate_prompt_left) {
+    return OG_ERROR("prompt ", index, " has ", length, " tokens; the model's context holds ", context,
+                    " including at least one new token (shorten the prompt or allow truncation from the left)");
+  }
+  const int64_t keep = std::max<int64_t>(1, context - std::max<int64_t>(1, p.max_new_tokens));
+  prompt.erase(prompt.begin(), prompt.end() - keep);
+  return Status::ok();
+}
+
+size_t longest(const std::vector<std::vector<int32_t>>& prompts) {
+  size_t most = 0;
+  for (const auto& prompt : prompts) most = std::max(most, prompt.size());
+  return most;
+}
+
+}  // namespace
+
+Status MinNewTokensProcessor::apply(const TokenHistory& history, Candidates& candidates) {
+  if (static_cast<int64_t>(history.generated().size()) >= min_new_tokens_) return Status::ok();
+  for (const int32_t id : eos_ids_) candidates.set_logit(id, -std::numeric_limits<float>::infinity());
+  return Status::ok();
+}
+
+Result<LogitProcessorChain> make_generation_chain(const SamplingParams& params, int64_t min_new_tokens,
+                                                  const std::vector<int32_t>& eos_ids) {
+  OG_ASSIGN_OR_RETURN(LogitProcessorChain chain, make_logit_processors(params));
+  if (min_new_tokens <= 0 || eos_ids.empty()) return chain;
+  const auto shaping = [](const std::unique_ptr<LogitProcessor>& p) {
+    const std::string_view name = p->name();
+    return name == "temperature" || name == "top_k" || name == "top_p" || name == "min_p" || name == "typical_p";
+  };
+  chain.insert(std::find_if(chain.begin(), chain.end(), shaping),
+               std::make_unique<MinNewTokensProcessor>(min_new_tokens, eos_ids));
+  return chain;
+}
+
+std::string_view finish_reason_name(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kEos: return "eos";
+    case FinishReason::kStopString: return "stop";
+    case FinishReason::kLength: return "length";
+    case FinishReason::kNone: break;
+  }
+  return "none";
+}
+
+struct Generator::Impl {
+  Impl(const ModelParts& parts, GeneratorParams p, KvCache kv)
+      : model(parts),
+        params(std::move(p)),
+        cache(std::move(kv)),
+        runner(*parts.session, parts.io, parts.info.pad_token_id, parts.decode_mask_at_capacity) {}
+
+  Status init_sequences();
+  Status feed_pending();
+  Status feed_rows(std::span<Sequence> rows, size_t first, int64_t chunk);
+  Status sample_all();
+  Status after_token(Sequence& row, int32_t token);
+  Status finish(Sequence& row, FinishReason reason);
+  bool is_eos(int32_t token) const;
+  Status check_fits(int64_t added) const;
+
+  // Out-of-range sequence numbers read as an empty, unfinished sequence.
+  const Sequence& at(size_t sequence) const {
+    static const Sequence kNoSequence;
+    return sequence < rows.size() ? rows[sequence] : kNoSequence;
+  }
+
+  const ModelParts& model;
+  GeneratorParams params;
+  KvCache cache;
+  DecoderRunner runner;
+  std::vector<Sequence> rows;
+  std::vector<std::vector<float>> last_logits;
+  GenerationStats stats;
+};
+
+Result<std::unique_ptr<Generator>> Generator::create(const Model& model, const GeneratorParams& params) {
+  const ModelParts& parts = *model.impl_;
+  OG_RETURN_IF_ERROR(check_params(params, parts));
+  GeneratorParams fitted = params;
+  for (size_t b = 0; b < fitted.prompts.size(); ++b) {
+    OG_RETURN_IF_ERROR(fit_context(fitted.prompts[b], b, fitted, parts.info.context_length));
+  }
+  const size_t widest = longest(fitted.prompts);
+  KvCacheLayout layout;
+  layout.entries = parts.io.kv.size();
+  layout.dtype = parts.io.kv_dtype;
+  layout.batch = static_cast<int64_t>(fitted.prompts.size());
+  layout.heads = parts.io.kv_heads;
+  layout.head_size = parts.io.head_size;
+  layout.shared = parts.io.shared_buffer;
+  // Left padding takes cache positions too.
+  const int64_t context = parts.info.context_length;
+  layout.max_length = context > 0 ? context + (parts.io.right_padding ? 0 : static_cast<int64_t>(widest)) : 0;
+  OG_ASSIGN_OR_RETURN(KvCache cache, KvCache::create(layout, parts.kv_options));
+  auto impl = std::make_unique<Impl>(parts, std::move(fitted), std::move(cache));
+  OG_RETURN_IF_ERROR(impl->init_sequences());
+  return std::unique_ptr<Generator>(new Generator(std::move(impl)));
+}
+
+Status Generator::Impl::init_sequences() {
+  const std::vector<std::vector<int32_t>>& prompts = params.prompts;
+  const size_t widest = longest(prompts);
+  rows.resize(prompts.size());
+  last_logits.resize(prompts.size());
+  for (size_t b = 0; b < prompts.size(); ++b) {
+    Sequence& row = rows[b];
+    const size_t pads = model.io.right_padding ? 0 : widest - prompts[b].size();
+    row.slots.assign(pads, kPadSlot);
+    row.slots.insert(row.slots.end(), prompts[b].begin(), prompts[b].end());
+    row.lead_pads = static_cast<int64_t>(pads);
+    row.prompt_end = row.size();
+    SamplingParams sampling = params.sampling;
+    if (sampling.seed) *sampling.seed += b;  // rows draw differently; row 0 matches a batch of one
+    const int64_t min_new_tokens = params.ignore_eos ? 0 : params.min_new_tokens;
+    OG_ASSIGN_OR_RETURN(LogitProcessorChain chain,
+                        make_generation_chain(sampling, min_new_tokens, model.info.eos_token_ids));
+    OG_ASSIGN_OR_RETURN(Sampler sampler,
+                        Sampler::create(sampling, static_cast<int32_t>(model.io.vocab_size), std::move(chain)));
+    row.sampler.emplace(std::move(sampler));
+    if (model.tokenizer) row.text.emplace(*model.tokenizer, params.stop_strings, params.skip_special_tokens);
+  }
+  return Status::ok();
+}
+
+// Feeds every slot the cache lacks. Batched when the graph allows it; GroupQueryAttention only
+// takes several new tokens per row in a batch when every row starts from an empty cache, so
+// longer (chunked) or continued prompts of a batch are fed row by row into each row's part of
+// the shared cache.
+Status Generator::Impl::feed_pending() {
+  int64_t most = 0;
+  bool any_cached = false;
+  for (const Sequence& row : rows) {
+    most = std::max(most, row.size() - row.cached);
+    any_cached = any_cached || row.cached > 0;
+  }
+  if (most == 0) return OG_ERROR("generator: no tokens to continue from (append_tokens after rewind(0))");
+  const int64_t chunk = params.prefill_chunk > 0 ? params.prefill_chunk : most;
+  const bool row_by_row = model.io.right_padding && rows.size() > 1 && (most > chunk || (any_cached && most > 1));
+  if (!row_by_row) return feed_rows(rows, 0, chunk);
+  if (!model.io.shared_buffer) {
+    return OG_ERROR("generator: this GroupQueryAttention model without a shared KV buffer cannot feed several tokens per "
+                    "sequence to a batch that already has a cache or a prompt longer than prefill_chunk; use batch 1");
+  }
+  for (size_t b = 0; b < rows.size(); ++b) OG_RETURN_IF_ERROR(feed_rows(std::span(rows).subspan(b, 1), b, chunk));
+  return Status::ok();
+}
+
+Status Generator::Impl::feed_rows(std::span<Sequence> batch, size_t first, int64_t chunk) {
+  std::vector<RunRow> run(batch.size());
+  for (;;) {
+    int64_t width = 0, real = 0;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      const Sequence& row = batch[i];
+      run[i] = RunRow{row.slots, row.lead_pads, row.cached, std::min(row.size() - row.cached, chunk)};
+      width = std::max(width, run[i].fresh);
+      for (int64_t j = row.cached; j < row.cached + run[i].fresh; ++j) real += row.slots[static_cast<size_t>(j)] != kPadSlot;
+    }
+    if (width == 0) return Status::ok();
+    const Clock::time_point start = Clock::now();
+    OG_RETURN_IF_ERROR(runner.run(run, first, cache, last_logits));
+    if (width > 1) {
+      stats.prefill_tokens += real;
+      stats.prefill_seconds += seconds_since(start);
+    } else {
+      ++stats.decode_steps;
+      stats.decode_seconds += seconds_since(start);
+    }
+    for (size_t i = 0; i < batch.size(); ++i) batch[i].cached += run[i].fresh;
+  }
+}
+
+bool Generator::Impl::is_eos(int32_t token) const {
+  const std::vector<int32_t>& eos = model.info.eos_token_ids;
+  return !params.ignore_eos && std::find(eos.begin(), eos.end(), token) != eos.end();
+}
+
+Status Generator::Impl::finish(Sequence& row, FinishReason reason) {
+  row.end = row.size();
+  row.reason = reason;
+  if (reason == FinishReason::kStopString || !row.text) return Status::ok();
+  OG_ASSIGN_OR_RETURN(const bool stopped, row.text->finish(row.generated() >= params.min_new_tokens, row.new_text));
+  if (stopped) row.reason = FinishReason::kStopString;
+  return Status::ok();
+}
+
+Status Generator::Impl::after_token(Sequence& row, int32_t token) {
+  if (is_eos(token)) return finish(row, FinishReason::kEos);
+  if (row.text) {
+    OG_ASSIGN_OR_RETURN(const bool stopped, row.text->put(token, row.generated() >= params.min_new_tokens, row.new_text));
+    if (stopped) return finish(row, FinishReason::kStopString);
+  }
+  const int64_t context = model.info.context_length;
+  const bool at_limit = (params.max_new_tokens > 0 && row.generated() >= params.max_new_tokens) ||
+                        (params.max_length > 0 && row.token_count() >= params.max_length) ||
+                        (context > 0 && row.token_count() >= context);
+  return at_limit ? finish(row, FinishReason::kLength) : Status::ok();
+}
+
+Status Generator::Impl::sample_all() {
+  const Clock::time_point start = Clock::now();
+  for (size_t b = 0; b < rows.size(); ++b) {
+    Sequence& row = rows[b];
+    row.new_text.clear();
+    if (row.finished()) {
+      row.slots.push_back(model.info.pad_token_id);  // filler: the batch stays in lockstep
+      continue;
+    }
+    OG_ASSIGN_OR_RETURN(SampledToken sampled, row.sampler->sample(last_logits[b], row.history()));
+    row.slots.push_back(sampled.token);
+    if (params.sampling.logprobs) row.logprobs.push_back(std::move(sampled));
+    OG_RETURN_IF_ERROR(after_token(row, row.slots.back()).with_context("sequence " + std::to_string(b)));
+  }
+  stats.sampling_seconds += seconds_since(start);
+  return Status::ok();
+}
+
+Status Generator::Impl::check_fits(int64_t added) const {
+  const int64_t context = model.info.context_length;
+  for (size_t b = 0; b < rows.size(); ++b) {
+    const int64_t total = rows[b].size() - rows[b].lead_pads + added;
+    if (context > 0 && total >= context) {
+      return OG_ERROR("sequence ", b, " would hold ", total, " tokens; the model's context holds ", context,
+                      " including at least one new token");
+    }
+  }
+  return Status::ok();
+}
+
+Generator::Generator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Generator::~Generator() = default;
+
+Status Generator::generate_next() {
+  if (is_done()) return OG_ERROR("generator: every sequence has finished (rewind or append tokens to continue)");
+  OG_RETURN_IF_ERROR(impl_->feed_pending());
+  return impl_->sample_all();
+}
+
+Status Generator::generate(const TextCallback& on_text) {
+  while (!is_done()) {
+    OG_RETURN_IF_ERROR(generate_next());
+    for (size_t b = 0; b < impl_->rows.size(); ++b) {
+      if (on_text && !impl_->rows[b].new_text.empty()) on_text(b, impl_->rows[b].new_text);
+    }
+  }
+  return Status::ok();
+}
+
+Status Generator::append_tokens(std::span<const int32_t> tokens) {
+  if (tokens.empty()) return OG_ERROR("append_tokens: no tokens");
+  OG_RETURN_IF_ERROR(check_token_ids(tokens, impl_->model.io.vocab_size, "append_tokens:"));
+  OG_RETURN_IF_ERROR(impl_->check_fits(static_cast<int64_t>(tokens.size())));
+  for (Sequence& row : impl_->rows) {
+    row.slots.insert(row.slots.end(), tokens.begin(), tokens.end());
+    row.prompt_end = row.size();
+    row.end = -1;
+    row.reason = FinishReason::kNone;
+    row.new_text.clear();
+    row.logprobs.clear();
+    if (row.text) OG_RETURN_IF_ERROR(row.text->replay({}));
+  }
+  return Status::ok();
+}
+
+Status Generator::rewind(size_t length) {
+  std::vector<Sequence>& rows = impl_->rows;
+  int64_t longest = 0;
+  for (const Sequence& row : rows) longest = std::max(longest, row.size() - row.lead_pads);
+  const auto keep = static_cast<int64_t>(length);
+  if (keep > longest) return OG_ERROR("rewind: cannot rewind to ", keep, " tokens; the longest sequence has ", longest);
+  const int64_t drop = longest - keep;
+  for (size_t b = 0; b < rows.size() && keep > 0; ++b) {
+    if (rows[b].size() - rows[b].lead_pads - drop < 1) {
+      return OG_ERROR("rewind: rewinding to ", keep, " tokens would empty sequence ", b, " (use rewind(0) to clear all)");
+    }
+  }
+  int64_t cached = 0;
+  for (Sequence& row : rows) {
+    const int64_t size = keep == 0 ? 0 : row.size() - drop;
+    row.slots.resize(static_cast<size_t>(size));
+    if (keep == 0) row.lead_pads = 0;
+    // The last kept token is fed again so that its successor can be sampled.
+    row.cached = std::max<int64_t>(0, std::min(row.cached, size - 1));
+    row.prompt_end = std::min(row.prompt_end, size);
+    if (row.end > size || keep == 0) {
+      row.end = -1;
+      row.reason = FinishReason::kNone;
+    }
+    row.logprobs.resize(std::min(row.logprobs.size(), static_cast<size_t>(std::max<int64_t>(0, row.generated()))));
+    row.new_text.clear();
+    if (row.text) {
+      OG_RETURN_IF_ERROR(row.text->replay(std::span<const int32_t>(row.slots).subspan(static_cast<size_t>(row.prompt_end))));
+    }
+    cached = std::max(cached, row.cached);
+  }
+  impl_->cache.rewind(cached);
+  return Status::ok();
+}
+
+size_t Generator::batch_size() const { return impl_->rows.size(); }
+bool Generator::is_done() const {
+  return std::all_of(impl_->rows.begin(), impl_->rows.end(), [](const Sequence& row) { return row.finished(); });
+}
+bool Generator::is_done(size_t sequence) const { return impl_->at(sequence).finished(); }
+FinishReason Generator::finish_reason(size_t sequence) const { return impl_->at(sequence).reason; }
+std::span<const int32_t> Generator::tokens(size_t sequence) const { return impl_->at(sequence).tokens(); }
+size_t Generator::prompt_length(size_t sequence) const {
+  const Sequence& row = impl_->at(sequence);
+  return static_cast<size_t>(row.prompt_end - row.lead_pads);
+}
+const std::string& Generator::new_text(size_t sequence) const { return impl_->at(sequence).new_text; }
+std::span<const SampledToken> Generator::logprobs(size_t sequence) const { return impl_->at(sequence).logprobs; }
+int64_t Generator::kv_capacity() const { return impl_->cache.capacity(); }
+int64_t Generator::kv_growths() const { return impl_->cache.growths(); }
+const GenerationStats& Generator::stats() const { return impl_->stats; }
+
+}  // namespace onnx_genai::genai

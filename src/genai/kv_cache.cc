@@ -1,0 +1,127 @@
+#include "genai/kv_cache.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+namespace onnx_genai::genai {
+
+namespace {
+
+// Smallest first allocation unless KvCacheOptions::initial_capacity says otherwise: tiny steps
+// should not reallocate every few tokens.
+constexpr int64_t kDefaultFirstCapacity = 64;
+constexpr size_t kAlignment = 64;
+constexpr int64_t kMaxBytes = int64_t{1} << 50;
+
+}  // namespace
+
+void KvCache::Free::operator()(std::byte* p) const { std::free(p); }
+
+Result<KvCache> KvCache::create(const KvCacheLayout& layout, const KvCacheOptions& options) {
+  constexpr int64_t kMaxDim = int64_t{1} << 20;
+  if (layout.entries == 0 || layout.batch <= 0 || layout.heads <= 0 || layout.head_size <= 0 || layout.batch > kMaxDim ||
+      layout.heads > kMaxDim || layout.head_size > kMaxDim) {
+    return OG_ERROR("KV cache: needs at least one entry and batch, heads and head size in [1, 2^20], got ", layout.entries,
+                    " entries, batch ", layout.batch, ", heads ", layout.heads, ", head size ", layout.head_size);
+  }
+  if (options.initial_capacity < 0) {
+    return OG_ERROR("KV cache: initial capacity must be >= 0, got ", options.initial_capacity);
+  }
+  if (options.preallocate && layout.max_length <= 0) {
+    return OG_ERROR("KV cache: pre-allocating needs the model's context length, which its config does not give");
+  }
+  KvCache cache(layout);
+  cache.first_capacity_ = options.initial_capacity > 0 ? options.initial_capacity : kDefaultFirstCapacity;
+  cache.current_.resize(layout.entries);
+  cache.next_.resize(layout.shared ? 0 : layout.entries);
+  const int64_t initial = options.preallocate ? layout.max_length : options.initial_capacity;
+  if (initial > 0) {
+    OG_RETURN_IF_ERROR(cache.reserve(initial));
+    cache.growths_ = 0;
+  }
+  return cache;
+}
+
+Result<KvCache::Buffer> KvCache::allocate(int64_t positions) const {
+  // Sizes come from configs: refuse products that would overflow before multiplying them.
+  const int64_t per_position = layout_.batch * layout_.heads * layout_.head_size;
+  if (positions > kMaxBytes / 8 / per_position) {
+    return OG_ERROR("KV cache: ", positions, " positions of ", per_position, " elements are too many to allocate");
+  }
+  const int64_t bytes = dtype_storage_bytes(layout_.dtype, layout_.batch * row_elements(positions));
+  const size_t rounded = (static_cast<size_t>(bytes) + kAlignment - 1) / kAlignment * kAlignment;
+  Buffer buffer(static_cast<std::byte*>(std::aligned_alloc(kAlignment, std::max(rounded, kAlignment))));
+  if (!buffer) return OG_ERROR("KV cache: cannot allocate ", bytes, " bytes for ", positions, " positions");
+  // Zeroed: attention may read past a row's length (as zero-weighted keys), never garbage NaNs.
+  std::memset(buffer.get(), 0, rounded);
+  return buffer;
+}
+
+std::byte* KvCache::element(const Buffer& buffer, int64_t index) const {
+  return buffer.get() + dtype_storage_bytes(layout_.dtype, index);
+}
+
+Status KvCache::reserve(int64_t positions) {
+  if (positions <= capacity_) return Status::ok();
+  int64_t grown = std::max({positions, 2 * capacity_, first_capacity_});
+  if (layout_.max_length > 0) grown = std::min(grown, std::max(layout_.max_length, positions));
+  const int64_t bh = layout_.batch * layout_.heads, d = layout_.head_size;
+  for (size_t e = 0; e < current_.size(); ++e) {
+    OG_ASSIGN_OR_RETURN(Buffer bigger, allocate(grown));
+    if (current_[e] && length_ > 0) {
+      if (layout_.shared) {  // the stride changes: move each head's stored positions
+        const int64_t run = dtype_storage_bytes(layout_.dtype, length_ * d);
+        for (int64_t i = 0; i < bh; ++i) {
+          std::memcpy(element(bigger, i * grown * d), element(current_[e], i * capacity_ * d), static_cast<size_t>(run));
+        }
+      } else {  // laid out at the length's stride, which does not change
+        std::memcpy(bigger.get(), current_[e].get(),
+                    static_cast<size_t>(dtype_storage_bytes(layout_.dtype, bh * length_ * d)));
+      }
+    }
+    current_[e] = std::move(bigger);
+    if (!layout_.shared) {
+      OG_ASSIGN_OR_RETURN(next_[e], allocate(grown));
+    }
+  }
+  capacity_ = grown;
+  ++growths_;
+  return Status::ok();
+}
+
+Tensor KvCache::past(size_t entry, int64_t first, int64_t rows) const {
+  const int64_t positions = stride();
+  return Tensor::view(layout_.dtype, Shape{rows, layout_.heads, positions, layout_.head_size},
+                      element(current_[entry], first * row_elements(positions)));
+}
+
+Tensor KvCache::present(size_t entry, int64_t first, int64_t rows, int64_t fresh) const {
+  if (layout_.shared) return past(entry, first, rows);
+  const int64_t positions = length_ + fresh;
+  return Tensor::view(layout_.dtype, Shape{rows, layout_.heads, positions, layout_.head_size},
+                      element(next_[entry], first * row_elements(positions)));
+}
+
+void KvCache::advance(int64_t new_length) {
+  if (!layout_.shared) std::swap(current_, next_);
+  length_ = new_length;
+}
+
+void KvCache::rewind(int64_t length) {
+  if (length >= length_) return;
+  if (!layout_.shared && length > 0) {
+    // From stride length_ to stride `length`: each head's first rows move down; destinations
+    // never pass their sources, so ascending order with memmove is safe.
+    const int64_t bh = layout_.batch * layout_.heads, d = layout_.head_size;
+    const auto run = static_cast<size_t>(dtype_storage_bytes(layout_.dtype, length * d));
+    for (const Buffer& buffer : current_) {
+      for (int64_t i = 1; i < bh; ++i) {
+        std::memmove(element(buffer, i * length * d), element(buffer, i * length_ * d), run);
+      }
+    }
+  }
+  length_ = length;
+}
+
+}  // namespace onnx_genai::genai

@@ -1,0 +1,174 @@
+// genai::Model: a package loaded into a Session, its decoder I/O derived, its tokenizer loaded.
+#include <algorithm>
+#include <climits>
+#include <filesystem>
+
+#include "genai/model_parts.h"
+#include "onnx/model.h"
+
+namespace onnx_genai::genai {
+
+namespace {
+
+template <typename T>
+Result<T> in_context(Result<T> result, const std::string& where) {
+  if (result.is_ok()) return result;
+  return result.status().with_context(where);
+}
+
+bool is_gqa(const Node& node) { return node.op_type == "GroupQueryAttention" && node.domain == "com.microsoft"; }
+
+bool is_graph_output(const Graph& graph, const Value* value) {
+  return std::find(graph.outputs.begin(), graph.outputs.end(), value) != graph.outputs.end();
+}
+
+// Whether `value` (a shape, or a dim of it) reaches nothing but GroupQueryAttention's
+// total_sequence_length input, through shape plumbing only.
+bool feeds_only_total_length(const Graph& graph, const Value* value, int depth = 0) {
+  constexpr int kMaxDepth = 8;
+  if (depth > kMaxDepth || is_graph_output(graph, value)) return false;
+  for (const Node* consumer : value->consumers) {
+    if (is_gqa(*consumer)) {
+      for (size_t i = 0; i < consumer->inputs.size(); ++i) {
+        if (consumer->inputs[i] == value && i != 6) return false;  // 6: total_sequence_length
+      }
+      continue;
+    }
+    const std::string& op = consumer->op_type;
+    const bool plumbing = op == "Gather" || op == "Cast" || op == "Squeeze" || op == "Unsqueeze" || op == "Reshape" ||
+                          op == "Identity";
+    if (!plumbing || consumer->input(0) != value || consumer->outputs.empty() || consumer->outputs[0] == nullptr ||
+        !feeds_only_total_length(graph, consumer->outputs[0], depth + 1)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// onnxruntime-genai's attention-mask subgraph: the mask's values only reach a ReduceSum
+// (seqlens_k) and its width only total_sequence_length. Then a mask padded with zeros to any
+// width computes the same thing.
+bool mask_only_sets_lengths(const Graph& graph, const std::string& mask_name) {
+  const Value* mask = graph.find_value(mask_name);
+  if (mask == nullptr || !mask->is_graph_input || mask->consumers.empty()) return false;
+  for (const Node* consumer : mask->consumers) {
+    if (consumer->op_type == "ReduceSum") continue;
+    if (consumer->op_type != "Shape" || consumer->outputs.empty() || consumer->outputs[0] == nullptr ||
+        !feeds_only_total_length(graph, consumer->outputs[0])) {
+      return false;
+    }
+  }
+  return true;
+}
+
+GraphFacts read_graph_facts(const Graph& graph, const Package& package) {
+  GraphFacts facts;
+  for (const auto& node : graph.nodes()) {
+    if (!is_gqa(*node)) continue;
+    for (size_t i : {3, 4}) {  // past_key, past_value: GroupQueryAttention can update them in place
+      const Value* past = node->input(i);
+      if (past != nullptr && past->is_graph_input) facts.inputs_read_by_gqa.insert(past->name);
+    }
+  }
+  const std::string& mask = package.names.attention_mask;
+  facts.mask_only_sets_lengths = mask_only_sets_lengths(graph, mask.empty() ? "attention_mask" : mask);
+  return facts;
+}
+
+ModelInfo describe(const ModelParts& parts) {
+  ModelInfo info;
+  const Package& package = parts.package;
+  info.model_file = package.model_file.string();
+  info.config_name = package.config_name;
+  info.context_length = package.context_length;
+  info.vocab_size = parts.io.vocab_size;
+  info.num_layers = parts.io.num_layers;
+  info.kv_heads = parts.io.kv_heads;
+  info.head_size = parts.io.head_size;
+  info.kv_dtype = parts.io.kv_dtype;
+  info.shared_kv_buffer = parts.io.shared_buffer;
+  info.right_padding = parts.io.right_padding;
+  info.eos_token_ids = package.eos_token_ids;
+  if (info.eos_token_ids.empty() && parts.tokenizer && parts.tokenizer->eos_token_id()) {
+    info.eos_token_ids.push_back(*parts.tokenizer->eos_token_id());
+  }
+  // onnxruntime-genai's default: pad with eos when the config names no pad token.
+  info.pad_token_id = package.pad_token_id.value_or(info.eos_token_ids.empty() ? 0 : info.eos_token_ids.front());
+  return info;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  OG_ASSIGN_OR_RETURN(impl->package, load_package(path, options.onnx_file));
+  const std::string file = impl->package.model_file.string();
+  OG_ASSIGN_OR_RETURN(std::shared_ptr<::onnx_genai::Model> graph_model, load_onnx_model(file));
+  const GraphFacts facts = read_graph_facts(*graph_model->graph, impl->package);
+  SessionOptions session_options;
+  session_options.num_threads = options.num_threads;
+  OG_ASSIGN_OR_RETURN(impl->session, Session::create(std::move(graph_model), session_options));
+  OG_ASSIGN_OR_RETURN(impl->io, in_context(derive_decoder_io(impl->session->inputs(), impl->session->outputs(),
+                                                             impl->package, facts),
+                                           file));
+  if (impl->io.kv.empty()) {
+    return OG_ERROR(file, ": the decoder has no past key/value inputs; generation needs a KV cache");
+  }
+  if (impl->package.has_tokenizer) {
+    OG_ASSIGN_OR_RETURN(impl->tokenizer, Tokenizer::load(impl->package.dir.string()));
+  }
+  impl->info = describe(*impl);
+  impl->kv_options.preallocate = options.preallocate_kv;
+  impl->kv_options.initial_capacity = options.initial_kv_capacity;
+  impl->decode_mask_at_capacity =
+      impl->io.shared_buffer && options.decode_mask_at_capacity.value_or(facts.mask_only_sets_lengths);
+  return std::unique_ptr<Model>(new Model(std::move(impl)));
+}
+
+Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Model::~Model() = default;
+
+const ModelInfo& Model::info() const { return impl_->info; }
+const Tokenizer* Model::tokenizer() const { return impl_->tokenizer.get(); }
+SessionStats Model::session_stats() const { return impl_->session->stats(); }
+
+GeneratorParams Model::default_params() const {
+  const SearchDefaults& search = impl_->package.search;
+  GeneratorParams params;
+  SamplingParams& s = params.sampling;
+  s.greedy = !search.do_sample.value_or(false);
+  const auto set_float = [](float& slot, const std::optional<double>& value) {
+    if (value) slot = static_cast<float>(*value);
+  };
+  set_float(s.temperature, search.temperature);
+  set_float(s.top_p, search.top_p);
+  set_float(s.min_p, search.min_p);
+  set_float(s.typical_p, search.typical_p);
+  set_float(s.repetition_penalty, search.repetition_penalty);
+  if (search.top_k) s.top_k = static_cast<int32_t>(std::clamp<int64_t>(*search.top_k, 0, INT32_MAX));
+  if (search.no_repeat_ngram_size) {
+    s.no_repeat_ngram_size = static_cast<int32_t>(std::clamp<int64_t>(*search.no_repeat_ngram_size, 0, INT32_MAX));
+  }
+  params.max_new_tokens = search.max_new_tokens.value_or(0);
+  params.min_new_tokens = search.min_new_tokens.value_or(0);
+  params.max_length = search.max_length.value_or(0);
+  return params;
+}
+
+Result<std::vector<int32_t>> Model::encode(std::string_view text) const {
+  if (!impl_->tokenizer) return OG_ERROR(impl_->package.dir.string(), ": the model has no tokenizer.json");
+  return impl_->tokenizer->encode(text);
+}
+
+Result<std::vector<int32_t>> Model::encode_chat(const ChatRequest& request) const {
+  if (!impl_->tokenizer) return OG_ERROR(impl_->package.dir.string(), ": the model has no tokenizer.json");
+  if (!impl_->chat_templates) impl_->chat_templates.emplace(ChatTemplates::load(impl_->package.dir.string()));
+  const Result<ChatTemplates>& templates = *impl_->chat_templates;
+  if (!templates.is_ok()) return templates.status();
+  OG_ASSIGN_OR_RETURN(std::string prompt, templates->apply(request));
+  EncodeOptions options;
+  options.add_special_tokens = false;  // the template writes them (transformers' apply_chat_template)
+  return impl_->tokenizer->encode(prompt, options);
+}
+
+}  // namespace onnx_genai::genai

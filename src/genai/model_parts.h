@@ -1,0 +1,31 @@
+// What a loaded Model holds, shared with the Generator (src/genai/model.cc builds it).
+#pragma once
+
+#include <memory>
+#include <optional>
+
+#include "genai/decoder_io.h"
+#include "genai/kv_cache.h"
+#include "genai/package.h"
+#include "onnx_genai/chat_template.h"
+#include "onnx_genai/genai.h"
+#include "onnx_genai/session.h"
+#include "onnx_genai/tokenizer.h"
+
+namespace onnx_genai::genai {
+
+struct ModelParts {
+  Package package;
+  std::unique_ptr<Session> session;
+  DecoderIo io;
+  ModelInfo info;
+  KvCacheOptions kv_options;
+  bool decode_mask_at_capacity = false;  // ModelOptions::decode_mask_at_capacity, resolved
+  std::unique_ptr<Tokenizer> tokenizer;
+  // Loaded on first use: a package may have a template that only --chat needs.
+  mutable std::optional<Result<ChatTemplates>> chat_templates;
+};
+
+struct Model::Impl : ModelParts {};
+
+}  // namespace onnx_genai::genai

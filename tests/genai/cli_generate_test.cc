@@ -1,0 +1,147 @@
+// `onnx-genai generate` run as a user runs it, on a model built by tools/build_model.py with the
+// byte-level tokenizer of genai_test_util.h: greedy output is the text of ONNX Runtime's greedy
+// tokens (up to eos), from --prompt or stdin, streamed or not; --chat is the API's chat encoding;
+// bad input exits 2 with one line on stderr.
+#include <gtest/gtest.h>
+
+#include "genai_test_util.h"
+
+namespace onnx_genai {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::CommandResult;
+using testing::shell_quote;
+
+constexpr int kVocab = 300;
+constexpr int kNewTokens = 16;
+constexpr int kEos = 2;
+
+class CliGenerate : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    scratch_ = new testing::ScopedTempDir();
+    fixture_ = testing::ParityFixture{
+        "cli300", {"--preset", "qwen2", "--style", "genai", "--set", "vocab_size=300"}, {}, 0, ""};
+    dir_ = testing::build_model_or_fail(fixture_, scratch_->path());
+    if (!dir_.empty()) testing::write_test_tokenizer(dir_, kVocab);
+  }
+  static void TearDownTestSuite() { delete scratch_; }
+
+  void SetUp() override {
+    ASSERT_FALSE(dir_.empty());
+    ASSERT_TRUE(local_.valid());
+  }
+
+  CommandResult cli(const std::string& args, const std::string& stdin_text = "") {
+    return testing::run_cli("generate " + args, stdin_text, local_.path());
+  }
+
+  void expect_bad_input(const std::string& args, const std::string& needle, const std::string& stdin_text = "") {
+    testing::expect_bad_input_result(cli(args, stdin_text), args, needle);
+  }
+
+  // The text of ONNX Runtime's greedy continuation of `ids`, cut after the first eos.
+  std::string ort_text(const std::vector<int32_t>& ids) {
+    testing::ParityFixture fixture = fixture_;
+    fixture.prompts = {std::vector<int64_t>(ids.begin(), ids.end())};
+    auto tokens = testing::ort_greedy_tokens(dir_, fixture, kNewTokens, local_.path());
+    EXPECT_TRUE(tokens.is_ok()) << tokens.status().message();
+    if (!tokens.is_ok()) return "";
+    std::vector<int32_t> generated = (*tokens)[0];
+    generated.erase(std::find(generated.begin(), generated.end(), kEos), generated.end());
+    auto tokenizer = Tokenizer::load(dir_.string());
+    EXPECT_TRUE(tokenizer.is_ok());
+    DecodeOptions options;
+    options.skip_special_tokens = true;
+    auto text = (*tokenizer)->decode(generated, options);
+    EXPECT_TRUE(text.is_ok());
+    return text.is_ok() ? *text : "";
+  }
+
+  static testing::ScopedTempDir* scratch_;
+  static testing::ParityFixture fixture_;
+  static fs::path dir_;
+  testing::ScopedTempDir local_;
+};
+
+testing::ScopedTempDir* CliGenerate::scratch_ = nullptr;
+testing::ParityFixture CliGenerate::fixture_;
+fs::path CliGenerate::dir_;
+
+TEST_F(CliGenerate, GreedyTextIsOnnxRuntimesTokens) {
+  const std::string prompt = "the old lion said";
+  auto tokenizer = Tokenizer::load(dir_.string());
+  ASSERT_TRUE(tokenizer.is_ok());
+  auto ids = (*tokenizer)->encode(prompt);
+  ASSERT_TRUE(ids.is_ok());
+  const std::string expected = ort_text(*ids) + "\n";
+  const std::string common = shell_quote(dir_.string()) + " --greedy --max-new-tokens " + std::to_string(kNewTokens);
+
+  for (const std::string extra : {"", " --stream", " --stats --threads 1"}) {
+    const CommandResult r = cli(common + " --prompt " + shell_quote(prompt) + extra);
+    EXPECT_EQ(r.exit_code, 0) << extra << ": " << r.err;
+    EXPECT_EQ(r.out, expected) << extra;
+    if (extra.find("--stats") != std::string::npos) {
+      EXPECT_NE(r.err.find("decode"), std::string::npos) << r.err;
+      EXPECT_NE(r.err.find("plans compiled"), std::string::npos) << r.err;
+    } else {
+      EXPECT_EQ(r.err, "") << extra;
+    }
+  }
+  const CommandResult piped = cli(common, prompt);
+  EXPECT_EQ(piped.exit_code, 0) << piped.err;
+  EXPECT_EQ(piped.out, expected);
+}
+
+TEST_F(CliGenerate, ChatUsesTheTemplate) {
+  auto model = genai::Model::load(dir_.string());
+  ASSERT_TRUE(model.is_ok());
+  ChatRequest request;
+  request.messages_json = R"([{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi there"}])";
+  request.add_generation_prompt = true;
+  auto ids = (*model)->encode_chat(request);
+  ASSERT_TRUE(ids.is_ok()) << ids.status().message();
+  const std::string expected = ort_text(*ids) + "\n";
+  const CommandResult r = cli(shell_quote(dir_.string()) +
+                              " --chat --system 'be brief' --prompt 'hi there' --greedy --max-new-tokens " +
+                              std::to_string(kNewTokens));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, expected);
+}
+
+TEST_F(CliGenerate, SeededSamplingRepeats) {
+  const std::string args =
+      shell_quote(dir_.string()) + " --prompt 'the end' --temperature 0.8 --top-k 40 --seed 7 --max-new-tokens 12";
+  const CommandResult a = cli(args), b = cli(args);
+  EXPECT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+}
+
+TEST_F(CliGenerate, BadInputExitsTwoWithOneLine) {
+  const std::string model = shell_quote(dir_.string());
+  expect_bad_input(model + " --prompt hi --bogus", "unknown option '--bogus'");
+  expect_bad_input(model + " --prompt hi --top-p 2", "--top-p wants a number in [0, 1], got '2'");
+  expect_bad_input(model + " --prompt hi --max-new-tokens", "--max-new-tokens needs a value");
+  expect_bad_input(model + " --prompt hi --greedy=yes", "--greedy takes no value");
+  expect_bad_input(model + " --prompt \"$(printf 'ab\\377')\"", "the prompt is not valid UTF-8 (byte 2)");
+  expect_bad_input(model + " --prompt hi --system x", "--system needs --chat");
+  expect_bad_input(model, "generator: prompt 0 is empty");  // stdin is /dev/null
+
+  const fs::path empty = local_.path() / "empty_model";
+  fs::create_directory(empty);
+  expect_bad_input(shell_quote(empty.string()) + " --prompt hi", "no genai_config.json or config.json");
+  const fs::path garbled = local_.path() / "garbled_model";
+  fs::copy(dir_, garbled, fs::copy_options::recursive);
+  std::ofstream(garbled / "genai_config.json") << "{\"model\": ";
+  expect_bad_input(shell_quote(garbled.string()) + " --prompt hi", "genai_config.json: not valid JSON");
+}
+
+TEST_F(CliGenerate, DefaultModelFolder) {
+  const fs::path default_dir = fs::path(OG_SOURCE_DIR) / "models" / "default";
+  if (fs::exists(default_dir)) GTEST_SKIP() << default_dir << " exists";
+  expect_bad_input("--prompt hi", "default model folder " + default_dir.string() + " does not exist; pass a model folder");
+}
+
+}  // namespace
+}  // namespace onnx_genai
