@@ -12,6 +12,7 @@
 
 #include "cli/generate_options.h"
 #include "cli/run_support.h"
+#include "cli/terminal_feedback.h"
 #include "onnx_genai/genai.h"
 #include "tokenizer/unicode.h"
 
@@ -99,7 +100,7 @@ int run_generate(std::span<const std::string> args) {
   genai::ModelOptions model_options;
   model_options.num_threads = options->threads;
   model_options.decode_mask_at_capacity = options->mask_at_capacity;
-  auto model = genai::Model::load(*path, model_options);
+  auto model = load_model_with_progress(*path, model_options);
   if (!model.is_ok()) return report(kExitBadInput, model.status().message());
   const double load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
   auto ids = encode_prompt(**model, *options, *prompt);
@@ -123,7 +124,11 @@ int run_generate(std::span<const std::string> args) {
   std::fputc('\n', stdout);
   std::fflush(stdout);
   if (!status.is_ok()) return report(kExitFailed, status.message());
-  if (options->stats) print_stats(**model, **generator, load_seconds);
+  if (options->stats) {
+    print_stats(**model, **generator, load_seconds);
+  } else {
+    print_reply_stats_line((*generator)->stats(), (*generator)->tokens(0).size() - (*generator)->prompt_length(0));
+  }
   return 0;
 }
 

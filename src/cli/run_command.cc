@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/run_support.h"
+#include "cli/terminal_feedback.h"
 #include "onnx_genai/genai.h"
 
 namespace onnx_genai::cli {
@@ -119,6 +120,7 @@ class ChatSession {
     g_interrupted = 0;  // a Ctrl-C that stopped this reply is spent
     last_stats_ = generator->stats();
     last_generated_ = generator->tokens(0).size() - generator->prompt_length(0);
+    print_reply_stats_line(last_stats_, last_generated_);
     history_.push_back({{"role", "user"}, {"content", user_text}});
     history_.push_back({{"role", "assistant"}, {"content", text}});
     return Status::ok();
@@ -172,7 +174,7 @@ int run_chat(std::span<const std::string> args) {
   if (!dir.is_ok()) return report(kExitBadInput, dir.status().message());
   genai::ModelOptions model_options;
   model_options.num_threads = static_cast<int>(options->threads);
-  auto model = genai::Model::load(*dir, model_options);
+  auto model = load_model_with_progress(*dir, model_options);
   if (!model.is_ok()) return report(kExitBadInput, model.status().message());
   if (!(*model)->tokenizer()) return report(kExitBadInput, "the model folder " + *dir + " has no tokenizer.json");
   install_sigint_handler();

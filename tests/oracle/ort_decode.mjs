@@ -33,7 +33,7 @@ import { fileURLToPath } from 'node:url';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 
-function loadOrt() {
+export function loadOrt() {
   const require = createRequire(path.join(HERE, 'package.json'));
   try {
     return require('onnxruntime-node');
@@ -81,7 +81,7 @@ function parseArgs(argv) {
 }
 
 // The model file and its I/O names, from the genai_config.json beside it when there is one.
-function describeModel(modelArg) {
+export function describeModel(modelArg) {
   const desc = {
     file: modelArg, inputIds: 'input_ids', attentionMask: 'attention_mask', positionIds: 'position_ids',
     pastKey: 'past_key_values.%d.key', pastValue: 'past_key_values.%d.value', logits: 'logits',
@@ -109,7 +109,7 @@ function describeModel(modelArg) {
 }
 
 // Every past input of the model with the present output that feeds it next step.
-function cachePairs(session, desc) {
+export function cachePairs(session, desc) {
   const pairs = [];
   for (let layer = 0; ; ++layer) {
     const found = [[desc.pastKey, desc.presentKey], [desc.pastValue, desc.presentValue]]
@@ -135,7 +135,7 @@ function halfToFloat(h) {
   return sign * (1 + mantissa / 1024) * 2 ** (exponent - 15);
 }
 
-function argmax(data, offset, count, isHalf) {
+export function argmax(data, offset, count, isHalf) {
   let best = 0;
   let bestValue = -Infinity;
   for (let i = 0; i < count; ++i) {
@@ -168,7 +168,7 @@ class Recorder {
 }
 
 // The prefill feeds: padded ids, mask and positions, and each row's last real column.
-function prefillFeeds(ort, prompts, padding, padTokenId) {
+export function prefillFeeds(ort, prompts, padding, padTokenId) {
   const batch = prompts.length;
   const width = Math.max(...prompts.map((p) => p.length));
   const ids = new BigInt64Array(batch * width).fill(BigInt(padTokenId));
@@ -192,7 +192,7 @@ function prefillFeeds(ort, prompts, padding, padTokenId) {
 }
 
 // [batch, kv_heads, 0, head_size]; symbolic head dims come from genai_config.json.
-function emptyPast(ort, pair, batch, desc) {
+export function emptyPast(ort, pair, batch, desc) {
   const fallback = [batch, desc.kvHeads, 0, desc.headSize];
   const dims = pair.shape.map((d, i) => (i === 0 || i === 2 ? fallback[i] : Number.isInteger(d) ? d : fallback[i]));
   if (dims.length !== 4 || !dims.every((d) => Number.isInteger(d))) {
@@ -216,7 +216,7 @@ function lastLogits(ort, logits, lastColumn) {
 
 // The next step's feeds: each row's pick, the mask grown by one real column, the position after
 // the row's real tokens.
-function decodeFeeds(ort, mask, next) {
+export function decodeFeeds(ort, mask, next) {
   const [batch, width] = mask.dims.map(Number);
   const grown = new BigInt64Array(batch * (width + 1));
   const positions = new BigInt64Array(batch);
@@ -286,7 +286,10 @@ async function main() {
   }
 }
 
-main().catch((e) => {
-  console.error(`ort_decode: ${String(e.message ?? e).split('\n')[0]}`);
-  process.exit(2);
-});
+// Only as a script: bench/ort_generate_bench.mjs imports the helpers above.
+if (process.argv[1] && fs.realpathSync(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  main().catch((e) => {
+    console.error(`ort_decode: ${String(e.message ?? e).split('\n')[0]}`);
+    process.exit(2);
+  });
+}

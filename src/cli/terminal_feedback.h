@@ -1,0 +1,20 @@
+// What the CLI shows on a terminal only (stderr is a tty), so piped output stays plain text:
+// a spinner while a model loads, once loading has taken more than a second, and one compact
+// stats line after each reply.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "onnx_genai/genai.h"
+
+namespace onnx_genai::cli {
+
+// genai::Model::load, with the spinner on a terminal.
+Result<std::unique_ptr<genai::Model>> load_model_with_progress(const std::string& dir, const genai::ModelOptions& options);
+
+// "[12 tokens · 95.3 tok/s · TTFT 41 ms]" on stderr, on a terminal only.
+void print_reply_stats_line(const genai::GenerationStats& stats, size_t generated_tokens);
+
+}  // namespace onnx_genai::cli
