@@ -21,7 +21,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
-  argmax, cachePairs, decodeFeeds, describeModel, emptyPast, loadOrt, prefillFeeds,
+  argmax, cachePairs, createSession, decodeFeeds, describeModel, emptyPast, loadOrt, prefillFeeds,
 } from '../tests/oracle/ort_decode.mjs';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -159,10 +159,7 @@ async function main() {
   const args = parseArgs(process.argv.slice(2));
   const ort = loadOrt();
   const desc = describeModel(args.model);
-  const session = await ort.InferenceSession.create(desc.file, {
-    intraOpNumThreads: args.threads, interOpNumThreads: 1, executionMode: 'sequential',
-    graphOptimizationLevel: 'all',
-  });
+  const session = await createSession(ort, desc.file, args.threads);
   try {
     const shapes = logitsShapes(session, desc, args.promptLen);
     const ctx = {

@@ -81,6 +81,13 @@ function parseArgs(argv) {
 }
 
 // The model file and its I/O names, from the genai_config.json beside it when there is one.
+// A CPU session as every oracle and bench script runs it: `threads` intra-op threads, sequential.
+export function createSession(ort, file, threads) {
+  return ort.InferenceSession.create(file, {
+    intraOpNumThreads: threads, interOpNumThreads: 1, executionMode: 'sequential', graphOptimizationLevel: 'all',
+  });
+}
+
 export function describeModel(modelArg) {
   const desc = {
     file: modelArg, inputIds: 'input_ids', attentionMask: 'attention_mask', positionIds: 'position_ids',
@@ -273,10 +280,7 @@ async function main() {
   const args = parseArgs(process.argv.slice(2));
   const ort = loadOrt();
   const desc = describeModel(args.model);
-  const session = await ort.InferenceSession.create(desc.file, {
-    intraOpNumThreads: args.threads, interOpNumThreads: 1, executionMode: 'sequential',
-    graphOptimizationLevel: 'all',
-  });
+  const session = await createSession(ort, desc.file, args.threads);
   try {
     const recorder = new Recorder(args.outDir);
     await decode(ort, session, desc, args, recorder);
