@@ -21,7 +21,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
-  argmax, cachePairs, createSession, decodeFeeds, describeModel, emptyPast, loadOrt, prefillFeeds,
+  argmax, cachePairs, decodeFeeds, emptyPast, prefillFeeds, withDecoderSession,
 } from '../tests/oracle/ort_decode.mjs';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -157,10 +157,7 @@ function ortVersion() {
 
 async function main() {
   const args = parseArgs(process.argv.slice(2));
-  const ort = loadOrt();
-  const desc = describeModel(args.model);
-  const session = await createSession(ort, desc.file, args.threads);
-  try {
+  await withDecoderSession(args.model, args.threads, async (ort, session, desc) => {
     const shapes = logitsShapes(session, desc, args.promptLen);
     const ctx = {
       pairs: cachePairs(session, desc), hasPositions: session.inputNames.includes(desc.positionIds), shapes,
@@ -179,9 +176,7 @@ async function main() {
       ttft_ms: (sum('ttftSeconds') / runs.length) * 1e3,
       tokens: warmUp.tokens,
     }, null, 2));
-  } finally {
-    await session.release();
-  }
+  });
 }
 
 main().catch((e) => {

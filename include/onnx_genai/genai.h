@@ -49,6 +49,9 @@ struct ModelOptions {
   // graph uses the mask only for seqlens_k and total_sequence_length (onnxruntime-genai's builder
   // graphs); a graph reading more from the mask's width (LongRoPE's If) would see the capacity.
   std::optional<bool> decode_mask_at_capacity;
+  // Compute logits only at the positions the generator samples from (a prompt's last), not at
+  // every prompt position as the graph's LM head would (src/genai/logit_rows.h).
+  bool select_logit_rows = true;
 };
 
 // What loading found out about the model.
@@ -114,6 +117,7 @@ class Model {
   explicit Model(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
   friend class Generator;
+  friend struct ModelAccess;  // other genai-layer code (src/genai/model_parts.h)
 };
 
 // Called with each piece of text that became final, per sequence.
@@ -143,6 +147,9 @@ class Generator {
   // Prompt and generated tokens (eos included when it ended the sequence).
   std::span<const int32_t> tokens(size_t sequence) const;
   size_t prompt_length(size_t sequence) const;
+  // Leading tokens of the sequence whose keys and values the KV cache holds (the next
+  // generate_next() feeds the rest); after rewind(n), at most n - 1 (the last kept one is fed again).
+  size_t cached_length(size_t sequence) const;
   // Text that became final in the last generate_next() (stop strings held back until decided).
   const std::string& new_text(size_t sequence) const;
   // One entry per generated token when params.sampling.logprobs.
@@ -163,5 +170,34 @@ class Generator {
   explicit Generator(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// Perplexity of a token sequence, Hugging Face's sliding-window protocol: windows of `window`
+// tokens start every `stride` tokens (the last one ends at the sequence's end); each window is
+// one decoder run over an empty KV cache and scores only the tokens no earlier window scored
+// (never its own first token, which has no context in it). NLL is the log-softmax of the float
+// logits, computed in double; ppl = exp(nll / scored).
+struct PerplexityOptions {
+  int64_t window = 0;  // tokens per decoder run; 0 = min(context length, 512)
+  int64_t stride = 0;  // tokens between window starts, in [1, window]; 0 = window / 2
+};
+
+struct PerplexityResult {
+  int64_t tokens = 0;              // tokens given
+  int64_t scored = 0;              // tokens whose NLL counts
+  int64_t window = 0, stride = 0;  // as resolved
+  int64_t decoder_runs = 0;        // windows that scored something
+  double nll = 0;                  // total over the scored tokens (natural log)
+  double ppl = 0;                  // exp(nll / scored)
+  double seconds = 0;              // decoder runs and scoring
+};
+
+// `options` with the defaults filled in, or an error saying which limit `tokens` or the options
+// break (a window over the context length, a stride outside [1, window], fewer than 2 tokens, an
+// id outside [0, vocab_size), a logits output declared with only the last position).
+Result<PerplexityOptions> resolve_perplexity_options(const Model& model, std::span<const int32_t> tokens,
+                                                     const PerplexityOptions& options);
+// Resolves `options` as above, then scores every window.
+Result<PerplexityResult> evaluate_perplexity(const Model& model, std::span<const int32_t> tokens,
+                                             const PerplexityOptions& options = {});
 
 }  // namespace onnx_genai::genai

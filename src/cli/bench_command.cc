@@ -26,23 +26,18 @@ struct BenchOptions {
   int64_t repeat = 3;
   int64_t threads = 0;
   bool json = false;
+  bool all_logits = false;  // run the LM head over every prompt position, as the graph asks
 };
 
 Result<BenchOptions> parse_bench_options(std::span<const std::string> args) {
   BenchOptions o;
   OptionTable table;
-  const auto integer = [](int64_t& field, int64_t min, int64_t max) {
-    return [&field, min, max](const std::string& option, const std::string& value) -> Status {
-      OG_ASSIGN_OR_RETURN(field, parse_integer(value, option, min, max));
-      return Status::ok();
-    };
-  };
   constexpr int64_t kMaxTokens = 1 << 20;
-  table.valued["--prompt-len"] = integer(o.prompt_len, 1, kMaxTokens);
-  table.valued["--gen-len"] = integer(o.gen_len, 1, kMaxTokens);
-  table.valued["--repeat"] = integer(o.repeat, 1, 1000);
-  table.valued["--threads"] = integer(o.threads, 0, 4096);
-  table.flags = {{"--json", &o.json}};
+  table.valued["--prompt-len"] = integer_option(o.prompt_len, 1, kMaxTokens);
+  table.valued["--gen-len"] = integer_option(o.gen_len, 1, kMaxTokens);
+  table.valued["--repeat"] = integer_option(o.repeat, 1, 1000);
+  table.valued["--threads"] = integer_option(o.threads, 0, 4096);
+  table.flags = {{"--json", &o.json}, {"--all-logits", &o.all_logits}};
   OG_RETURN_IF_ERROR(parse_options(args, table, o.model_path));
   return o;
 }
@@ -140,6 +135,7 @@ int run_bench(std::span<const std::string> args) {
   if (!dir.is_ok()) return report(kExitBadInput, dir.status().message());
   genai::ModelOptions model_options;
   model_options.num_threads = static_cast<int>(options->threads);
+  model_options.select_logit_rows = !options->all_logits;
   auto model = genai::Model::load(*dir, model_options);
   if (!model.is_ok()) return report(kExitBadInput, model.status().message());
 

@@ -5,6 +5,7 @@
 //   show [MODEL] (cli/show_command.h)
 //   bench [MODEL] --prompt-len P --gen-len G [--repeat R] [--threads N] [--json] (cli/bench_command.h)
 //   run [MODEL] [--system TEXT] [--greedy] [--max-new-tokens N] [--threads N] (cli/run_command.h)
+//   eval-ppl [MODEL] --text FILE [--window N] [--stride N] [--threads N] [--json] (cli/eval_ppl_command.h)
 // Any error prints one line to stderr and exits with status 1 (generate: 2 for bad input).
 #include <algorithm>
 #include <cstdio>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "cli/bench_command.h"
+#include "cli/eval_ppl_command.h"
 #include "cli/exec_command.h"
 #include "cli/generate_command.h"
 #include "cli/run_command.h"
@@ -31,7 +33,7 @@ constexpr const char* kUsage =
     "         [--stop TEXT ...] [--ignore-eos] [--prefill-chunk N] [--truncate] [--threads N] [--mask-at-capacity on|off]\n"
     "         [--stream] [--stats]\n"
     "  generate  load a model folder (genai_config.json or Hugging Face config.json + model.onnx; default\n"
-    "         models/default), encode the prompt (--prompt, else stdin; --chat applies the chat template),\n"
+    "         models/debian-prose-11m), encode the prompt (--prompt, else stdin; --chat applies the chat template),\n"
     "         generate and print the text; sampling defaults come from the package, --greedy takes the argmax,\n"
     "         any of --temperature/--top-k/--top-p/--min-p turns sampling on; --stats prints timing to stderr;\n"
     "         --mask-at-capacity: GroupQueryAttention decode steps share one plan (a mask as wide as the KV\n"
@@ -43,11 +45,18 @@ constexpr const char* kUsage =
     "  show   model type, layers, hidden size, heads, vocab, context, parameters, quantization, KV dtype,\n"
     "         op counts and file size, from the configs and the decoder graph\n"
     "usage: onnx-genai bench [MODEL] [--prompt-len P] [--gen-len G] [--repeat R] [--threads N] [--json]\n"
+    "         [--all-logits]\n"
     "  bench  greedy generation of exactly G tokens (default 64) after a synthetic P-token prompt (default\n"
     "         128), one warm-up then R runs (default 3): prefill/decode tok/s, TTFT, inter-token latency\n"
-    "         p50/p90/p99, peak RSS\n"
+    "         p50/p90/p99, peak RSS; --all-logits computes the prompt's logits at every position, as the\n"
+    "         graph asks, instead of only at the last\n"
     "usage: onnx-genai run [MODEL] [--system TEXT] [--greedy] [--max-new-tokens N] [--threads N]\n"
-    "  run    chat with the model (its chat template), one line per user turn; /help lists the commands\n";
+    "  run    chat with the model (its chat template), one line per user turn; /help lists the commands\n"
+    "usage: onnx-genai eval-ppl [MODEL] --text FILE [--window N] [--stride N] [--threads N] [--json]\n"
+    "  eval-ppl  perplexity of the text in FILE (tokenized without special tokens), Hugging Face's\n"
+    "         sliding-window protocol: windows of N tokens (default: the context length, at most 512)\n"
+    "         every --stride tokens (default half a window), each scoring the tokens no earlier window\n"
+    "         scored; prints tokens, scored tokens, total NLL, ppl and seconds\n";
 
 // Errors are one line on stderr, whatever the message holds.
 int fail(std::string message) {
@@ -71,6 +80,7 @@ int main(int argc, char** argv) {
   if (args[0] == "show") return onnx_genai::cli::run_show(std::span(args).subspan(1));
   if (args[0] == "bench") return onnx_genai::cli::run_bench(std::span(args).subspan(1));
   if (args[0] == "run") return onnx_genai::cli::run_chat(std::span(args).subspan(1));
+  if (args[0] == "eval-ppl") return onnx_genai::cli::run_eval_ppl(std::span(args).subspan(1));
   if (args[0] != "exec") return fail("unknown subcommand '" + args[0] + "' (try --help)");
   auto options = onnx_genai::cli::parse_exec_options(std::span(args).subspan(1));
   if (!options.is_ok()) return fail(options.status().message());

@@ -2,14 +2,19 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <iostream>
+#include <memory>
 #include <optional>
+#include <span>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "cli/line_editor.h"
 #include "cli/run_support.h"
 #include "cli/terminal_feedback.h"
 #include "onnx_genai/genai.h"
@@ -56,13 +61,21 @@ Result<ChatOptions> parse_chat_options(std::span<const std::string> args) {
     OG_ASSIGN_OR_RETURN(o.max_new_tokens, parse_integer(value, option, 0, INT32_MAX));
     return Status::ok();
   };
-  table.valued["--threads"] = [&](const std::string& option, const std::string& value) -> Status {
-    OG_ASSIGN_OR_RETURN(o.threads, parse_integer(value, option, 0, 4096));
-    return Status::ok();
-  };
+  table.valued["--threads"] = integer_option(o.threads, 0, 4096);
   table.flags = {{"--greedy", &o.greedy}};
   OG_RETURN_IF_ERROR(parse_options(args, table, o.model_path));
   return o;
+}
+
+// What one turn cost: `now` minus `before` of the same generator.
+genai::GenerationStats stats_since(const genai::GenerationStats& now, const genai::GenerationStats& before) {
+  genai::GenerationStats turn;
+  turn.prefill_tokens = now.prefill_tokens - before.prefill_tokens;
+  turn.prefill_seconds = now.prefill_seconds - before.prefill_seconds;
+  turn.decode_steps = now.decode_steps - before.decode_steps;
+  turn.decode_seconds = now.decode_seconds - before.decode_seconds;
+  turn.sampling_seconds = now.sampling_seconds - before.sampling_seconds;
+  return turn;
 }
 
 class ChatSession {
@@ -78,17 +91,22 @@ class ChatSession {
     if (line == "/exit" || line == "/quit") return false;
     if (line == "/reset") {
       history_ = nlohmann::json::array();
+      generator_.reset();
     } else if (line == "/help") {
       std::fputs(kHelp, stdout);
     } else if (line == "/stats") {
       print_stats();
     } else if (line.starts_with("/system ") || line == "/system") {
       system_ = line.size() > 8 ? std::optional(line.substr(8)) : std::nullopt;
+      generator_.reset();
     } else if (line.starts_with("/")) {
       std::fprintf(stderr, "unknown command '%s' (try /help)\n", line.c_str());
     } else if (!line.empty()) {
       const Status status = reply(line);
-      if (!status.is_ok()) std::fprintf(stderr, "onnx-genai: %s\n", status.message().c_str());
+      if (!status.is_ok()) {
+        generator_.reset();  // its state is unknown after a failed step
+        std::fprintf(stderr, "onnx-genai: %s\n", status.message().c_str());
+      }
     }
     std::fflush(stdout);
     return true;
@@ -104,32 +122,56 @@ class ChatSession {
     request.messages_json = messages.dump();
     request.add_generation_prompt = true;
     OG_ASSIGN_OR_RETURN(std::vector<int32_t> ids, model_.encode_chat(request));
-    genai::GeneratorParams params = params_;
-    params.prompts = {std::move(ids)};
-    OG_ASSIGN_OR_RETURN(auto generator, genai::Generator::create(model_, params));
+    OG_RETURN_IF_ERROR(start_turn(ids));
+    genai::Generator& generator = *generator_;
+    const genai::GenerationStats before = generator.stats();
+    last_prompt_ = ids.size();
+    last_reused_ = generator.cached_length(0);
     g_interrupted = 0;
     std::string text;
-    while (!generator->is_done() && !g_interrupted) {
-      OG_RETURN_IF_ERROR(generator->generate_next());
-      const std::string& piece = generator->new_text(0);
+    while (!generator.is_done() && !g_interrupted) {
+      OG_RETURN_IF_ERROR(generator.generate_next());
+      const std::string& piece = generator.new_text(0);
       text += piece;
       std::fwrite(piece.data(), 1, piece.size(), stdout);
       std::fflush(stdout);
     }
     std::fputc('\n', stdout);
     g_interrupted = 0;  // a Ctrl-C that stopped this reply is spent
-    last_stats_ = generator->stats();
-    last_generated_ = generator->tokens(0).size() - generator->prompt_length(0);
-    print_reply_stats_line(last_stats_, last_generated_);
+    last_stats_ = stats_since(generator.stats(), before);
+    last_generated_ = generator.tokens(0).size() - generator.prompt_length(0);
+    const PromptReuse reuse{last_reused_, last_prompt_ - last_reused_};
+    print_reply_stats_line(last_stats_, last_generated_, &reuse);
     history_.push_back({{"role", "user"}, {"content", user_text}});
     history_.push_back({{"role", "assistant"}, {"content", text}});
     return Status::ok();
   }
 
+  // Continues the kept generator from the longest prefix its tokens share with `ids` (their keys
+  // and values stay in the cache; only the rest is prefilled), else starts a fresh one: on the
+  // first turn, after /reset or /system, or when the kept one cannot take the new tokens.
+  Status start_turn(const std::vector<int32_t>& ids) {
+    if (generator_ && !ids.empty()) {
+      const std::span<const int32_t> cached = generator_->tokens(0);
+      const auto shared = static_cast<size_t>(
+          std::mismatch(cached.begin(), cached.end(), ids.begin(), ids.end()).first - cached.begin());
+      const size_t keep = std::min(shared, ids.size() - 1);  // at least one token to append
+      if (keep > 0 && generator_->rewind(keep).is_ok() &&
+          generator_->append_tokens(std::span(ids).subspan(keep)).is_ok()) {
+        return Status::ok();
+      }
+    }
+    genai::GeneratorParams params = params_;
+    params.prompts = {ids};
+    OG_ASSIGN_OR_RETURN(generator_, genai::Generator::create(model_, params));
+    return Status::ok();
+  }
+
   void print_stats() const {
     const auto rate = [](double count, double seconds) { return seconds > 0 ? count / seconds : 0.0; };
-    std::printf("prompt %lld tokens in %.1f ms (%.1f tok/s); %zu tokens generated, decode %.1f tok/s; %zu messages\n",
-                static_cast<long long>(last_stats_.prefill_tokens), last_stats_.prefill_seconds * 1e3,
+    std::printf("prompt %zu tokens: %zu reused from the cache, %zu prefilled in %.1f ms (%.1f tok/s); "
+                "%zu tokens generated, decode %.1f tok/s; %zu messages\n",
+                last_prompt_, last_reused_, last_prompt_ - last_reused_, last_stats_.prefill_seconds * 1e3,
                 rate(static_cast<double>(last_stats_.prefill_tokens), last_stats_.prefill_seconds), last_generated_,
                 rate(static_cast<double>(last_stats_.decode_steps), last_stats_.decode_seconds), history_.size());
   }
@@ -138,12 +180,37 @@ class ChatSession {
   genai::GeneratorParams params_;
   std::optional<std::string> system_;
   nlohmann::json history_ = nlohmann::json::array();
-  genai::GenerationStats last_stats_;
-  size_t last_generated_ = 0;
+  std::unique_ptr<genai::Generator> generator_;  // kept across turns for its KV cache
+  genai::GenerationStats last_stats_;            // of the last turn
+  size_t last_prompt_ = 0, last_reused_ = 0, last_generated_ = 0;
 };
 
-// Reads lines until /exit or end of input; on a terminal, two Ctrl-C in a row at the prompt exit.
-void chat_loop(ChatSession& session) {
+// Lines through the line editor until /exit, end of input (Ctrl-D) or two Ctrl-C in a row at an
+// empty prompt; Ctrl-C on a line with text cancels that line.
+void edited_chat_loop(ChatSession& session) {
+  LineEditor editor(STDIN_FILENO, STDOUT_FILENO, default_history_path());
+  int cancels_at_empty_prompt = 0;
+  while (true) {
+    std::fflush(stdout);
+    const LineEditor::ReadResult read = editor.read_line("> ");
+    if (read.status == LineEditor::Status::kEndOfInput) return;
+    if (read.status == LineEditor::Status::kCancelled) {
+      if (!read.line.empty()) {
+        cancels_at_empty_prompt = 0;
+        continue;
+      }
+      if (++cancels_at_empty_prompt >= 2) return;
+      std::fputs("(Ctrl-C again or /exit to leave)\n", stdout);
+      continue;
+    }
+    cancels_at_empty_prompt = 0;
+    if (!session.handle(read.line)) return;
+  }
+}
+
+// Plain lines until /exit or end of input; on a terminal (stdin only), two Ctrl-C in a row at the
+// prompt exit.
+void plain_chat_loop(ChatSession& session) {
   const bool terminal = isatty(STDIN_FILENO);
   int interrupts_at_prompt = 0;
   std::string line;
@@ -180,7 +247,11 @@ int run_chat(std::span<const std::string> args) {
   install_sigint_handler();
   ChatSession session(**model, *options);
   if (isatty(STDIN_FILENO)) std::fputs("onnx-genai chat; /help for commands\n", stdout);
-  chat_loop(session);
+  if (isatty(STDIN_FILENO) && isatty(STDOUT_FILENO)) {
+    edited_chat_loop(session);
+  } else {
+    plain_chat_loop(session);
+  }
   return 0;
 }
 

@@ -1,10 +1,12 @@
 // `onnx-genai run [MODEL] [--system TEXT] [--greedy] [--max-new-tokens N] [--threads N]`: a chat
 // REPL over the model's chat template. Each line is a user turn; the reply streams to stdout.
 // Commands: /system TEXT (system message for the following turns), /reset (forget the
-// conversation), /stats (numbers of the last reply), /help, /exit. On a terminal it prints a
-// "> " prompt; Ctrl-C during a reply stops the reply, Ctrl-C twice at the prompt exits. Lines are
-// read plainly (no history or line editing). Every turn re-encodes the whole conversation and
-// prefills it again (the KV cache is not carried between turns).
+// conversation), /stats (numbers of the last reply), /help, /exit. On a terminal (stdin and
+// stdout) lines are edited with cli/line_editor.h (history kept in
+// $XDG_STATE_HOME/onnx-genai/history); Ctrl-C during a reply stops the reply, Ctrl-C twice at an
+// empty prompt exits. One Generator lives across turns: each turn encodes the whole
+// conversation, rewinds the generator to the longest prefix it shares with the tokens already in
+// the KV cache and prefills only the rest; /reset and /system start afresh.
 #pragma once
 
 #include <span>

@@ -5,7 +5,7 @@
 #include <filesystem>
 
 #ifndef OG_DEFAULT_MODEL_DIR
-#define OG_DEFAULT_MODEL_DIR "models/default"
+#define OG_DEFAULT_MODEL_DIR "models/debian-prose-11m"
 #endif
 
 namespace onnx_genai::cli {

@@ -46,6 +46,14 @@ inline Result<int64_t> parse_integer(const std::string& text, const std::string&
   return parse_number<int64_t>(text, option, min, max);
 }
 
+// An OptionTable::valued entry storing an integer in [min, max] into `field`.
+inline auto integer_option(int64_t& field, int64_t min, int64_t max) {
+  return [&field, min, max](const std::string& option, const std::string& value) -> Status {
+    OG_ASSIGN_OR_RETURN(field, parse_integer(value, option, min, max));
+    return Status::ok();
+  };
+}
+
 // `given`, else the model folder shipped with the sources (an error naming `command` when absent).
 Result<std::string> resolve_model_dir(const std::string& given, const std::string& command);
 

@@ -14,7 +14,14 @@ namespace onnx_genai::cli {
 // genai::Model::load, with the spinner on a terminal.
 Result<std::unique_ptr<genai::Model>> load_model_with_progress(const std::string& dir, const genai::ModelOptions& options);
 
-// "[12 tokens · 95.3 tok/s · TTFT 41 ms]" on stderr, on a terminal only.
-void print_reply_stats_line(const genai::GenerationStats& stats, size_t generated_tokens);
+// Prompt tokens a chat turn took from the KV cache and fed afresh.
+struct PromptReuse {
+  size_t reused = 0, prefilled = 0;
+};
+
+// "[12 tokens · 95.3 tok/s · TTFT 41 ms]" on stderr, on a terminal only; with `reuse`, also
+// " · prompt 40 cached + 9 new".
+void print_reply_stats_line(const genai::GenerationStats& stats, size_t generated_tokens,
+                            const PromptReuse* reuse = nullptr);
 
 }  // namespace onnx_genai::cli

@@ -5,6 +5,8 @@
 #include <map>
 #include <optional>
 
+#include "genai/logit_rows.h"
+
 namespace onnx_genai::genai {
 
 namespace {
@@ -98,6 +100,9 @@ Status assign_input_roles(const std::vector<IoInfo>& inputs, const DecoderNames&
       OG_RETURN_IF_ERROR(integer_role(InputRole::kAttentionMask));
     } else if (in.name == positions_name) {
       OG_RETURN_IF_ERROR(integer_role(InputRole::kPositionIds));
+    } else if (in.name == kLogitRowsInput) {
+      io.roles.push_back(InputRole::kLogitRows);
+      io.logit_rows_width = in.dims.size() == 3 ? in.dims[2] : 0;
     } else if (in.name == "use_cache_branch") {
       if (in.dtype != DType::kBool) {
         return OG_ERROR("decoder input 'use_cache_branch' must be bool, got ", dtype_name(in.dtype));

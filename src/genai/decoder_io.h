@@ -28,7 +28,8 @@
 
 namespace onnx_genai::genai {
 
-enum class InputRole { kInputIds, kAttentionMask, kPositionIds, kUseCacheBranch, kPastKv };
+// kLogitRows: the input src/genai/logit_rows.h adds, [B, R, hidden] positions whose logits to compute.
+enum class InputRole { kInputIds, kAttentionMask, kPositionIds, kUseCacheBranch, kPastKv, kLogitRows };
 
 struct KvBinding {
   int64_t layer = 0;
@@ -56,6 +57,7 @@ struct DecoderIo {
   int64_t kv_heads = 0, head_size = 0;
   bool shared_buffer = false;  // present written into past's storage
   bool right_padding = false;  // rows start at cache slot 0 (attention uses each row's length)
+  int64_t logit_rows_width = 0;  // the hidden size a kLogitRows input repeats each position over
 
   bool has(InputRole role) const;
 };

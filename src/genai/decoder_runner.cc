@@ -92,6 +92,16 @@ Status DecoderRunner::fill_inputs(std::span<const RunRow> rows, int64_t width, i
         OG_RETURN_IF_ERROR(reuse(t, DType::kBool, Shape{1}));
         t.data<bool>()[0] = mask_width > width;
         break;
+      case InputRole::kLogitRows: {
+        // Each row's last fed position (logit_rows.h).
+        const int64_t hidden = io_.logit_rows_width;
+        OG_RETURN_IF_ERROR(reuse(t, DType::kI64, Shape{batch, 1, hidden}));
+        for (int64_t b = 0; b < batch; ++b) {
+          const int64_t last = std::max<int64_t>(rows[static_cast<size_t>(b)].fresh - 1, 0);
+          std::fill_n(t.data<int64_t>() + b * hidden, hidden, last);
+        }
+        break;
+      }
       case InputRole::kPastKv:
         break;  // bind_cache
     }
@@ -140,7 +150,7 @@ Status DecoderRunner::copy_logits(std::span<const RunRow> rows, size_t first, in
   for (int64_t b = 0; b < batch; ++b) {
     const RunRow& row = rows[static_cast<size_t>(b)];
     if (row.fresh == 0) continue;
-    if (positions == 1 && row.fresh != width) {
+    if (positions == 1 && row.fresh != width && !io_.has(InputRole::kLogitRows)) {
       return OG_ERROR("decoder output '", name, "' keeps only the last position, but batch row ", first + b,
                       " ends before it (", row.fresh, " of ", width, " positions)");
     }

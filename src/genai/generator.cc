@@ -364,6 +364,10 @@ size_t Generator::prompt_length(size_t sequence) const {
   const Sequence& row = impl_->at(sequence);
   return static_cast<size_t>(row.prompt_end - row.lead_pads);
 }
+size_t Generator::cached_length(size_t sequence) const {
+  const Sequence& row = impl_->at(sequence);
+  return static_cast<size_t>(std::max<int64_t>(0, row.cached - row.lead_pads));
+}
 const std::string& Generator::new_text(size_t sequence) const { return impl_->at(sequence).new_text; }
 std::span<const SampledToken> Generator::logprobs(size_t sequence) const { return impl_->at(sequence).logprobs; }
 int64_t Generator::kv_capacity() const { return impl_->cache.capacity(); }

@@ -28,4 +28,9 @@ struct ModelParts {
 
 struct Model::Impl : ModelParts {};
 
+// Read access to a loaded Model's parts for genai-layer code other than the Generator (perplexity.cc).
+struct ModelAccess {
+  static const ModelParts& parts(const Model& model) { return *model.impl_; }
+};
+
 }  // namespace onnx_genai::genai

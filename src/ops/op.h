@@ -92,6 +92,27 @@ struct KernelTensor {
   template <typename T> T* ptr() const { return static_cast<T*>(data); }
 };
 
+// What kernels derive from constant inputs alone (packed weights), kept once per session: a
+// session compiles one plan per set of input shapes, and each plan's kernels would otherwise
+// repack the same weights (a decoder whose KV grows by one position per step compiles a plan per
+// step). Entries are keyed by the node and a key naming what was derived and its parameters.
+class PreparedConstants {
+ public:
+  template <typename T, typename Make>
+  Result<std::shared_ptr<const T>> get_or_make(const Node& node, const std::string& key, Make&& make) {
+    const auto slot = std::make_pair(&node, key);
+    if (auto it = entries_.find(slot); it != entries_.end()) return std::static_pointer_cast<const T>(it->second);
+    Result<T> made = make();
+    if (!made.is_ok()) return made.status();
+    auto shared = std::make_shared<const T>(std::move(made).value());
+    entries_.emplace(slot, shared);
+    return shared;
+  }
+
+ private:
+  std::map<std::pair<const Node*, std::string>, std::shared_ptr<const void>> entries_;
+};
+
 struct PrepareContext {
   const Node& node;
   std::vector<const TensorInfo*> inputs;     // null for omitted optional inputs
@@ -99,6 +120,16 @@ struct PrepareContext {
   std::vector<const TensorInfo*> outputs;    // null for omitted optional outputs
   size_t workspace_bytes = 0;                // kernel sets this to reserve scratch memory
   ThreadPool* pool = nullptr;
+  PreparedConstants* constants = nullptr;    // the session's; null: derive afresh
+
+  // make() (a Result<T>), or what it made for this node and `key` in an earlier plan.
+  template <typename T, typename Make>
+  Result<std::shared_ptr<const T>> constant(const std::string& key, Make&& make) {
+    if (constants != nullptr) return constants->get_or_make<T>(node, key, std::forward<Make>(make));
+    Result<T> made = make();
+    if (!made.is_ok()) return made.status();
+    return std::make_shared<const T>(std::move(made).value());
+  }
 
   bool has_input(int i) const { return i < static_cast<int>(inputs.size()) && inputs[static_cast<size_t>(i)] != nullptr; }
   const TensorInfo& input(int i) const { return *inputs[static_cast<size_t>(i)]; }

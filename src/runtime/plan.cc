@@ -175,7 +175,7 @@ class ExecutionPlan::Builder {
       step.outputs.push_back(s);
       out_infos.push_back(s >= 0 ? &plan_.slots_[static_cast<size_t>(s)].info : nullptr);
     }
-    PrepareContext prepare{node, in.infos, in.values, out_infos, 0, pool_};
+    PrepareContext prepare{node, in.infos, in.values, out_infos, 0, pool_, pg_.constants};
     OG_RETURN_IF_ERROR(step.kernel->prepare(prepare));
     if (prepare.workspace_bytes > 0) {
       workspace_requests_.push_back({static_cast<int64_t>(prepare.workspace_bytes), step_index, step_index});

@@ -53,6 +53,7 @@ struct PlannerGraph {
   const Graph* graph = nullptr;
   std::vector<bool> value_keyed_inputs;  // per graph input: its value is part of the plan key
   std::set<const Value*> needed_at_plan_time;  // values some node reads to decide a shape
+  PreparedConstants* constants = nullptr;      // the session's, shared by its plans
 };
 
 class ExecutionPlan {

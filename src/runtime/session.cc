@@ -41,6 +41,7 @@ struct Session::Impl {
   std::shared_ptr<Model> model;
   SessionOptions options;
   std::unique_ptr<ThreadPool> pool;
+  PreparedConstants constants;  // before planner_graph, which points at it
   PlannerGraph planner_graph;
   std::vector<IoInfo> inputs, outputs;
   SessionStats stats;
@@ -177,6 +178,7 @@ Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<Model> model, c
 
   PlanTimeValues plan_time = find_plan_time_values(graph);
   impl->planner_graph.graph = &graph;
+  impl->planner_graph.constants = &impl->constants;
   impl->planner_graph.needed_at_plan_time = std::move(plan_time.values);
   for (const Value* in : graph.inputs) {
     impl->planner_graph.value_keyed_inputs.push_back(plan_time.graph_inputs.count(in) != 0);

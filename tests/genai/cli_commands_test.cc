@@ -40,10 +40,8 @@ class CliCommands : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     scratch_ = new testing::ScopedTempDir();
-    dir_ = testing::build_model_or_fail(
-        {"cmd_qwen2", {"--preset", "qwen2", "--style", "genai", "--set", "vocab_size=300"}, {}, 0, ""},
-        scratch_->path());
-    if (!dir_.empty()) testing::write_test_tokenizer(dir_, kVocab);
+    dir_ = testing::build_model_with_test_tokenizer(
+        {"cmd_qwen2", {"--preset", "qwen2", "--style", "genai", "--set", "vocab_size=300"}, {}, 0, ""}, scratch_->path(), kVocab);
     int4_dir_ = testing::build_model_or_fail(
         {"cmd_llama_q4",
          {"--preset", "llama", "--style", "genai", "--weights", "int4", "--block-size", "32", "--accuracy-level", "4",

@@ -23,8 +23,7 @@ class CliGenerate : public ::testing::Test {
     scratch_ = new testing::ScopedTempDir();
     fixture_ = testing::ParityFixture{
         "cli300", {"--preset", "qwen2", "--style", "genai", "--set", "vocab_size=300"}, {}, 0, ""};
-    dir_ = testing::build_model_or_fail(fixture_, scratch_->path());
-    if (!dir_.empty()) testing::write_test_tokenizer(dir_, kVocab);
+    dir_ = testing::build_model_with_test_tokenizer(fixture_, scratch_->path(), kVocab);
   }
   static void TearDownTestSuite() { delete scratch_; }
 
@@ -147,18 +146,6 @@ TEST_F(CliGenerate, BadInputExitsTwoWithOneLine) {
   fs::copy(dir_, garbled, fs::copy_options::recursive);
   std::ofstream(garbled / "genai_config.json") << "{\"model\": ";
   expect_bad_input(shell_quote(garbled.string()) + " --prompt hi", "genai_config.json: not valid JSON");
-}
-
-// Without MODEL, generate uses models/default: scripts/run builds it, a fresh clone lacks it.
-TEST_F(CliGenerate, DefaultModelFolder) {
-  const fs::path default_dir = fs::path(OG_SOURCE_DIR) / "models" / "default";
-  if (!fs::exists(default_dir)) {
-    expect_bad_input("--prompt hi", "default model folder " + default_dir.string() + " does not exist; pass a model folder");
-    return;
-  }
-  const CommandResult r = cli("--prompt hi --greedy --max-new-tokens 3");
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_FALSE(r.out.empty());
 }
 
 }  // namespace

@@ -151,4 +151,12 @@ inline void write_test_tokenizer(const std::filesystem::path& dir, int vocab_siz
   std::ofstream(dir / "tokenizer_config.json") << config.dump();
 }
 
+// build_model_or_fail, then write_test_tokenizer's files beside the model.
+inline std::filesystem::path build_model_with_test_tokenizer(const ParityFixture& fixture,
+                                                             const std::filesystem::path& scratch, int vocab_size) {
+  std::filesystem::path dir = build_model_or_fail(fixture, scratch);
+  if (!dir.empty()) write_test_tokenizer(dir, vocab_size);
+  return dir;
+}
+
 }  // namespace onnx_genai::testing

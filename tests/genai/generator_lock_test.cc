@@ -64,6 +64,12 @@ std::vector<LockCase> lock_cases() {
                 {"--preset", "mistral", "--style", "genai", "--position-ids"}, kBatch3),
       lock_case("standard_llama_fp32_batch3", {"--preset", "llama", "--style", "standard"}, kBatch3),
       lock_case("standard_qwen3_fp32_batch1", {"--preset", "qwen3", "--style", "standard"}, kBatch1),
+      // Final-logit softcap (Div, Tanh, Mul after the LM head): logit_rows.h's rewrite reaches
+      // the head through them.
+      lock_case("genai_gemma_softcap_fp32_batch3",
+                {"--preset", "gemma", "--style", "genai", "--set", "final_logit_softcapping=30.0"}, kBatch3),
+      lock_case("standard_gemma_softcap_fp32_batch3",
+                {"--preset", "gemma", "--style", "standard", "--set", "final_logit_softcapping=30.0"}, kBatch3),
       lock_case("genai_llama_int4_batch1_chunked", args({"--preset", "llama", "--style", "genai"}, kInt4), kLongBatch1, 3),
       lock_case("genai_qwen2_fp32_batch3_chunked_by_row", {"--preset", "qwen2", "--style", "genai"}, kBatch3, 3),
       lock_case("standard_llama_fp32_batch3_chunked", {"--preset", "llama", "--style", "standard"}, kBatch3, 3),

@@ -22,8 +22,7 @@ class GeneratorTest : public ::testing::Test {
   static void SetUpTestSuite() {
     scratch_ = new testing::ScopedTempDir();
     fixture_ = ParityFixture{"llama300", {"--preset", "llama", "--style", "genai", "--set", "vocab_size=300"}, {}, 0, ""};
-    dir_ = testing::build_model_or_fail(fixture_, scratch_->path());
-    if (!dir_.empty()) testing::write_test_tokenizer(dir_, kVocab);
+    dir_ = testing::build_model_with_test_tokenizer(fixture_, scratch_->path(), kVocab);
   }
   static void TearDownTestSuite() { delete scratch_; }
 

@@ -336,9 +336,10 @@ std::vector<float> run_table(const QGemmKernels& t, const Problem& p, Path path)
   const int64_t m = p.c.m, n = p.c.n, rv = packed_row_values(w.blocks, w.block_size, t.chunk);
   std::vector<float> values(static_cast<size_t>(m * rv)), block_scales(static_cast<size_t>(m * w.blocks));
   std::vector<int8_t> int8_values(static_cast<size_t>(m * rv));
+  std::vector<int32_t> lane_offsets(static_cast<size_t>(m * rv / 8));
   std::vector<float> terms(static_cast<size_t>(m * w.blocks)), panel(static_cast<size_t>(t.panel_floats));
   PackedA a{.values = values.data(), .int8_values = int8_values.data(), .block_scales = block_scales.data(),
-            .block_terms = terms.data(), .m = m, .row_values = rv};
+            .block_terms = terms.data(), .lane_offsets = lane_offsets.data(), .m = m, .row_values = rv};
   t.pack_a(w, p.a.data(), path == Path::kInt8, a);
   constexpr float kGuard = 12345.0f;
   std::vector<float> y(static_cast<size_t>(m * n + 16), kGuard);

@@ -88,6 +88,18 @@ export function createSession(ort, file, threads) {
   });
 }
 
+// Runs body(ort, session, desc) with `modelArg`'s decoder loaded, releasing the session after.
+export async function withDecoderSession(modelArg, threads, body) {
+  const ort = loadOrt();
+  const desc = describeModel(modelArg);
+  const session = await createSession(ort, desc.file, threads);
+  try {
+    return await body(ort, session, desc);
+  } finally {
+    await session.release();
+  }
+}
+
 export function describeModel(modelArg) {
   const desc = {
     file: modelArg, inputIds: 'input_ids', attentionMask: 'attention_mask', positionIds: 'position_ids',
@@ -133,7 +145,7 @@ export function cachePairs(session, desc) {
 }
 
 // float16 bits -> number, for the argmax over float16 logits.
-function halfToFloat(h) {
+export function halfToFloat(h) {
   const exponent = (h >> 10) & 0x1f;
   const mantissa = h & 0x3ff;
   const sign = h & 0x8000 ? -1 : 1;
@@ -278,16 +290,11 @@ async function decode(ort, session, desc, args, recorder) {
 
 async function main() {
   const args = parseArgs(process.argv.slice(2));
-  const ort = loadOrt();
-  const desc = describeModel(args.model);
-  const session = await createSession(ort, desc.file, args.threads);
-  try {
+  await withDecoderSession(args.model, args.threads, async (ort, session, desc) => {
     const recorder = new Recorder(args.outDir);
     await decode(ort, session, desc, args, recorder);
     recorder.finish();
-  } finally {
-    await session.release();
-  }
+  });
 }
 
 // Only as a script: bench/ort_generate_bench.mjs imports the helpers above.

@@ -77,7 +77,7 @@ class GemmKernelBase : public OpKernel {
     args.a.data = ctx.input(0).data;
     args.b = layout_.b;
     args.b.data = ctx.input(1).data;
-    args.packed_b = packed_ ? &*packed_ : nullptr;
+    args.packed_b = packed_.get();
     args.a_offsets = layout_.a_offsets.data();
     args.b_offsets = packed_ ? layout_.b_matrices.data() : b_offsets_.data();
     args.c = ctx.output(0).data;
@@ -104,14 +104,24 @@ class GemmKernelBase : public OpKernel {
       GemmOperand operand = layout_.b;
       operand.data = b->raw();
       const int64_t count = *std::max_element(layout_.b_matrices.begin(), layout_.b_matrices.end()) + 1;
-      OG_ASSIGN_OR_RETURN(GemmPackedB packed, GemmPackedB::pack(isa, operand, s.k, s.n, count, layout_.b_matrix_elems));
-      packed_ = std::move(packed);
+      const auto pack = [&] { return GemmPackedB::pack(isa, operand, s.k, s.n, count, layout_.b_matrix_elems); };
+      if (const Value* weights = ctx.node.input(1); weights != nullptr && weights->is_constant()) {
+        // An initializer: the same bytes in every plan, so plans share one packing.
+        const std::string key = "packed_b isa" + std::to_string(static_cast<int>(isa)) + " " + std::to_string(s.k) +
+                                "x" + std::to_string(s.n) + " x" + std::to_string(count) + " stride" +
+                                std::to_string(layout_.b_matrix_elems) + " rs" + std::to_string(operand.rs) + " cs" +
+                                std::to_string(operand.cs);
+        OG_ASSIGN_OR_RETURN(packed_, ctx.constant<GemmPackedB>(key, pack));
+      } else {
+        OG_ASSIGN_OR_RETURN(GemmPackedB packed, pack());
+        packed_ = std::make_shared<const GemmPackedB>(std::move(packed));
+      }
     }
     b_offsets_.clear();
     for (int64_t mat : layout_.b_matrices) b_offsets_.push_back(mat * layout_.b_matrix_elems);
     const int threads = ctx.pool != nullptr ? ctx.pool->num_threads() : 1;
     const bool epilogue = layout_.alpha != 1.0f || layout_.has_bias;
-    plan_ = GemmPlan::make(isa, s, dtype_, packed_.has_value(), layout_.b.cs == 1, epilogue, threads);
+    plan_ = GemmPlan::make(isa, s, dtype_, packed_ != nullptr, layout_.b.cs == 1, epilogue, threads);
     ctx.workspace_bytes = plan_.workspace_bytes();
     return Status::ok();
   }
@@ -119,7 +129,7 @@ class GemmKernelBase : public OpKernel {
  private:
   DType dtype_ = DType::kUndefined;
   GemmLayout layout_;
-  std::optional<GemmPackedB> packed_;
+  std::shared_ptr<const GemmPackedB> packed_;  // shared by the session's plans
   std::vector<int64_t> b_offsets_;
   GemmPlan plan_;
 };

@@ -140,6 +140,7 @@ PackedA packed_rows(const PackedA& a, int64_t blocks, int64_t r0, int64_t r1) {
   if (a.values != nullptr) rows.values += r0 * a.row_values;
   if (a.int8_values != nullptr) rows.int8_values += r0 * a.row_values;
   if (a.block_scales != nullptr) rows.block_scales += r0 * blocks;
+  if (a.lane_offsets != nullptr) rows.lane_offsets += r0 * (a.row_values / 8);
   rows.block_terms += r0 * blocks;
   return rows;
 }
@@ -168,6 +169,7 @@ class MatMulNBitsKernel final : public OpKernel {
     zp_at_ = (p.has_zp && !p.zp_packed && !wide) ? region(per_col) : -1;
     packed_at_ = region(int8_ ? (m_ * row_values_ + 3) / 4 : m_ * row_values_);
     block_scales_at_ = int8_ ? region(m_ * p.blocks) : -1;
+    lane_offsets_at_ = int8_ ? region(m_ * row_values_ / 8) : -1;  // int32, float-sized
     terms_at_ = region(m_ * p.blocks);
     y_at_ = (wide && !p.has_bias) ? -1 : region(m_ * p.n);
     panels_at_ = (!int8_ && m_ > 1) ? region(threads_ * kernels_->panel_floats) : -1;
@@ -217,6 +219,7 @@ class MatMulNBitsKernel final : public OpKernel {
     if (int8_) {
       packed.int8_values = reinterpret_cast<int8_t*>(at(packed_at_));
       packed.block_scales = at(block_scales_at_);
+      packed.lane_offsets = reinterpret_cast<int32_t*>(at(lane_offsets_at_));
     } else {
       packed.values = at(packed_at_);
     }
@@ -269,7 +272,8 @@ class MatMulNBitsKernel final : public OpKernel {
   int threads_ = 1;
   int64_t row_values_ = 0;
   // Workspace regions, in floats from the start; -1 where unused.
-  int64_t a_at_ = -1, scales_at_ = -1, zp_at_ = -1, packed_at_ = -1, block_scales_at_ = -1, terms_at_ = -1;
+  int64_t a_at_ = -1, scales_at_ = -1, zp_at_ = -1, packed_at_ = -1, block_scales_at_ = -1, lane_offsets_at_ = -1,
+          terms_at_ = -1;
   int64_t y_at_ = -1, panels_at_ = -1;
 };
 

@@ -255,7 +255,7 @@ void pack_a(const QWeights& w, const float* a, bool int8, const PackedA& out) {
     float* terms = out.block_terms + r * w.blocks;
     if (int8) {
       pack_row_int8(w, src, out.row_values, out.int8_values + r * out.row_values, out.block_scales + r * w.blocks,
-                    terms);
+                    terms, out.lane_offsets + r * (out.row_values / 8));
     } else {
       pack_row_f32(w, src, out.row_values, out.values + r * out.row_values, terms);
     }

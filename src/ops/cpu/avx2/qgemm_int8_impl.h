@@ -9,9 +9,10 @@
 // A chunk (8 * kW values) is one load of 4 * kW code bytes split into low and high nibbles, paired
 // with the chunk's two halves of packed A. Int32 lane l of a chunk's dot then covers values
 // [8l, 8l + 8) of the chunk, so it converts to f32 and takes one scale: A's block scale times
-// B's, computed for a segment of blocks at a time (spread over lanes where blocks are shorter
-// than a chunk). Zero points, as in the f32 path, are subtracted once per pair of rows:
-// sum_b s_b z_b (a_scale_b * sum of the block's int8 values), gathered with the combined scales.
+// B's, each spread over the lanes of its blocks. The default zero point (8) is folded into the
+// integers: each lane's dot starts from -8 * the sum of its A values (PackedA::lane_offsets),
+// computed once when A is packed. Given zero points, as in the f32 path, are subtracted once per
+// pair of rows: sum_b s_b z_b (a_scale_b * sum of the block's int8 values).
 //
 // Register tile: kInt8RowsA rows of A x kInt8RowsB rows of B, each B chunk decoded once per tile
 // and each A chunk loaded once per tile; B rows outermost so the tile's codes stay in L1 while
@@ -33,9 +34,10 @@ struct VecU8 {
 };
 inline VecU8 low_nibbles(VecU8 x) { return {_mm512_and_si512(x.v, _mm512_set1_epi8(0x0F))}; }
 inline VecU8 high_nibbles(VecU8 x) { return {_mm512_and_si512(_mm512_srli_epi16(x.v, 4), _mm512_set1_epi8(0x0F))}; }
-// Lane l: sum over bytes 4l..4l+3 of u0 * s0 + u1 * s1 (u unsigned, s signed).
-inline VecI32 dot_u8s8(VecU8 u0, VecU8 s0, VecU8 u1, VecU8 s1) {
-  return {_mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), u0.v, s0.v), u1.v, s1.v)};
+inline VecU8 splat_u8(uint8_t x) { return {_mm512_set1_epi8(static_cast<char>(x))}; }
+// Lane l: start + sum over bytes 4l..4l+3 of u0 * s0 + u1 * s1 (u unsigned, s signed).
+inline VecI32 dot_u8s8(VecI32 start, VecU8 u0, VecU8 s0, VecU8 u1, VecU8 s1) {
+  return {_mm512_dpbusd_epi32(_mm512_dpbusd_epi32(start.v, u0.v, s0.v), u1.v, s1.v)};
 }
 // kW int32 lanes (in int8 range) as kW bytes.
 inline void store_int8(VecI32 q, int8_t* dst) {
@@ -50,9 +52,10 @@ struct VecU8 {
 };
 inline VecU8 low_nibbles(VecU8 x) { return {_mm256_and_si256(x.v, _mm256_set1_epi8(0x0F))}; }
 inline VecU8 high_nibbles(VecU8 x) { return {_mm256_and_si256(_mm256_srli_epi16(x.v, 4), _mm256_set1_epi8(0x0F))}; }
-inline VecI32 dot_u8s8(VecU8 u0, VecU8 s0, VecU8 u1, VecU8 s1) {
+inline VecU8 splat_u8(uint8_t x) { return {_mm256_set1_epi8(static_cast<char>(x))}; }
+inline VecI32 dot_u8s8(VecI32 start, VecU8 u0, VecU8 s0, VecU8 u1, VecU8 s1) {
   const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(u0.v, s0.v), _mm256_maddubs_epi16(u1.v, s1.v));
-  return {_mm256_madd_epi16(pairs, _mm256_set1_epi16(1))};
+  return {_mm256_add_epi32(start.v, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)))};
 }
 inline void store_int8(VecI32 q, int8_t* dst) {
   const __m128i words = _mm_packs_epi32(_mm256_castsi256_si128(q.v), _mm256_extracti128_si256(q.v, 1));
@@ -61,9 +64,10 @@ inline void store_int8(VecI32 q, int8_t* dst) {
 #endif
 
 // Quantises row `src` [K] of A: per block, scale = max|a| / 127 and q = round(a / scale), written
-// in the chunk order (each pair of vectors split into its even and odd values).
+// in the chunk order (each pair of vectors split into its even and odd values); and the row's
+// lane offsets (PackedA::lane_offsets).
 void pack_row_int8(const QWeights& w, const float* src, int64_t row_values, int8_t* dst, float* block_scales,
-                   float* block_terms) {
+                   float* block_terms, int32_t* lane_offsets) {
   for (int64_t b = 0; b < w.blocks; ++b) {
     VecF amax = VecF::splat(0.0f);
     for (int64_t i = b * w.block_size; i < (b + 1) * w.block_size; i += kW) amax = max(amax, abs(load_row(src, w.k, i)));
@@ -89,70 +93,46 @@ void pack_row_int8(const QWeights& w, const float* src, int64_t row_values, int8
       store_int8(to_int(odd), dst + c + kChunk / 2 + i / 2);
     }
   }
+  // The same lane pairing as the chunk's dots, with every code at the default zero point.
+  const bool given_zp = w.zp_packed != nullptr || w.zp_float != nullptr;
+  const VecU8 zero_point = splat_u8(given_zp ? 0 : static_cast<uint8_t>(1 << (w.bits - 1)));
+  for (int64_t c = 0; c < row_values; c += kChunk) {
+    const VecU8 first = VecU8::load(dst + c), second = VecU8::load(dst + c + kChunk / 2);
+    (VecI32::splat(0) - dot_u8s8(VecI32::splat(0), zero_point, first, zero_point, second)).store(lane_offsets + c / 8);
+  }
   for (int64_t b = 0; b < w.blocks; ++b) block_terms[b] *= block_scales[b];
 }
 
-// Blocks whose combined scales (A's block scale x B's) a tile computes at a time, for each of its
-// row pairs: one vector multiply per kW blocks instead of one per chunk and pair.
-constexpr int64_t kSegmentBlocks = 64;
-constexpr int64_t kCombinedStride = kSegmentBlocks + kW;  // + zeros a lane spread may read past the row
-
-// For the pairs (r, j) of a tile at rows r0 of A and n of B, over blocks [b0, b0 + count):
-// combined[pair][b] = A's block scale x B's, zero past `count` up to kCombinedStride; and adds
-// B's scale x zero point x A's block term to zero_terms[pair] (zero point 1 where none is given:
-// the caller multiplies by the default 2^(bits - 1)).
-template <int kRowsA, int kRowsB>
-void combine_segment(const QWeights& w, const PackedA& a, int64_t r0, int64_t n, int64_t b0, int64_t count,
-                     float* combined, VecF (&zero_terms)[kRowsA][kRowsB]) {
-  const bool given_zp = w.zp_packed != nullptr || w.zp_float != nullptr;
-  float zero_points[kRowsB][kSegmentBlocks];
-  for (int j = 0; given_zp && j < kRowsB; ++j) {
-    for (int64_t b = 0; b < count; ++b) zero_points[j][b] = w.zero_point(n + j, b0 + b);
-  }
-  for (int r = 0; r < kRowsA; ++r) {
-    const float* sa = a.block_scales + (r0 + r) * w.blocks + b0;
-    const float* terms = a.block_terms + (r0 + r) * w.blocks + b0;
-    for (int j = 0; j < kRowsB; ++j) {
-      const float* sb = w.scales + (n + j) * w.blocks + b0;
-      float* out = combined + kCombinedStride * (r * kRowsB + j);
-      for (int64_t b = 0; b < kCombinedStride; b += kW) {
-        const int64_t left = std::clamp<int64_t>(count - b, 0, kW);
-        const VecF scale_b = VecF::load_partial(sb + b, left, 0.0f);
-        (VecF::load_partial(sa + b, left, 0.0f) * scale_b).store(out + b);
-        if (left == 0) continue;
-        const VecF weighted = given_zp ? scale_b * VecF::load_partial(zero_points[j] + b, left, 0.0f) : scale_b;
-        zero_terms[r][j] = fmadd(weighted, VecF::load_partial(terms + b, left, 0.0f), zero_terms[r][j]);
-      }
-    }
-  }
-}
-
-// Adds one chunk of a kRowsA x kRowsB tile to acc. codes[j]: row j of B's code bytes of the
-// chunk; combined: the (row 0, row 0) pair's combined scale of the chunk's first block, pair
-// (r, j) kCombinedStride * (r * kRowsB + j) further; qa: row 0 of the tile's A chunk, the next
-// rows `a_stride` further.
+// Adds one chunk of a kRowsA x kRowsB tile to acc. codes[j] and b_scales[j]: row j of B's code
+// bytes and block scales at the chunk; qa, a_scales and offsets: row 0 of A's int8 values, block
+// scales and lane offsets at the chunk, the next rows a.row_values, a_scales_stride and
+// a.row_values / 8 further.
 template <int kRowsA, int kRowsB, ScaleMode kMode>
-[[gnu::always_inline]] inline void int8_chunk(const uint8_t* const (&codes)[kRowsB], const float* combined,
-                                              const int8_t* qa, int64_t a_stride, const LaneBlocks& blocks,
+[[gnu::always_inline]] inline void int8_chunk(const uint8_t* const (&codes)[kRowsB],
+                                              const float* const (&b_scales)[kRowsB], const int8_t* qa,
+                                              const float* a_scales, int64_t a_scales_stride, const int32_t* offsets,
+                                              const PackedA& a, const LaneBlocks& blocks,
                                               VecF (&acc)[kRowsA][kRowsB]) {
   constexpr int64_t kHalf = kChunk / 2;  // bytes of a chunk's codes = of each half of packed A
-  VecU8 low[kRowsB], high[kRowsB];
+  // B rows outermost, A reloaded per pair (L1 hits): the tile's 16 accumulators, a B row's
+  // nibbles and scales and A's scales then fit the register file without spills.
+  VecF scale_a[kRowsA];
+#pragma GCC unroll 4
+  for (int r = 0; r < kRowsA; ++r) scale_a[r] = blocks.spread<kMode>(a_scales + r * a_scales_stride);
 #pragma GCC unroll 4
   for (int j = 0; j < kRowsB; ++j) {
     VecU8 bytes = VecU8::load(codes[j]);
     // One load: folded into both the mask and the shift it would be issued twice, and B is only
     // 16-byte aligned, so a full-width load may straddle two cache lines.
     __asm__("" : "+v"(bytes.v));
-    low[j] = low_nibbles(bytes);
-    high[j] = high_nibbles(bytes);
-  }
+    const VecU8 low = low_nibbles(bytes), high = high_nibbles(bytes);
+    const VecF scale_b = blocks.spread<kMode>(b_scales[j]);
 #pragma GCC unroll 4
-  for (int r = 0; r < kRowsA; ++r) {
-    const VecU8 first = VecU8::load(qa + r * a_stride), second = VecU8::load(qa + r * a_stride + kHalf);
-#pragma GCC unroll 4
-    for (int j = 0; j < kRowsB; ++j) {
-      const VecF scale = blocks.spread<kMode>(combined + kCombinedStride * (r * kRowsB + j));
-      acc[r][j] = fmadd(to_float(dot_u8s8(low[j], first, high[j], second)), scale, acc[r][j]);
+    for (int r = 0; r < kRowsA; ++r) {
+      const int8_t* row = qa + r * a.row_values;
+      const VecI32 dot = dot_u8s8(VecI32::load(offsets + r * (a.row_values / 8)), low, VecU8::load(row), high,
+                                  VecU8::load(row + kHalf));
+      acc[r][j] = fmadd(to_float(dot), scale_a[r] * scale_b, acc[r][j]);
     }
   }
 }
@@ -165,44 +145,53 @@ void int8_tile(const QWeights& w, const PackedA& a, const LaneBlocks& blocks, in
   const Chunks chunks(w);
   // Later row tiles of A find this tile's codes in L1; the first one fetches them.
   const RowPrefetch<kRowsB> prefetch(w, n, r0 == 0);
-  VecF acc[kRowsA][kRowsB], zero_terms[kRowsA][kRowsB];
+  VecF acc[kRowsA][kRowsB];
 #pragma GCC unroll 4
   for (int r = 0; r < kRowsA; ++r) {
 #pragma GCC unroll 4
-    for (int j = 0; j < kRowsB; ++j) acc[r][j] = zero_terms[r][j] = VecF::splat(0.0f);
+    for (int j = 0; j < kRowsB; ++j) acc[r][j] = VecF::splat(0.0f);
   }
-  alignas(64) float combined[kRowsA * kRowsB * kCombinedStride];
-  const int64_t segment_chunks = (kSegmentBlocks << blocks.block_shift) / kChunk;
   const int8_t* qa = a.int8_values + r0 * a.row_values;
+  const float* a_scales = a.block_scales + r0 * w.blocks;
+  const int32_t* offsets = a.lane_offsets + r0 * (a.row_values / 8);
   const uint8_t* codes[kRowsB];
+  const float* b_scales[kRowsB];
 #pragma GCC unroll 4
   for (int j = 0; j < kRowsB; ++j) codes[j] = w.codes + (n + j) * w.row_bytes();
-  for (int64_t c0 = 0; c0 < chunks.count(); c0 += segment_chunks) {
-    const int64_t b0 = chunks.first_block(c0);
-    combine_segment(w, a, r0, n, b0, std::min(kSegmentBlocks, w.blocks - b0), combined, zero_terms);
-    const int64_t c1 = std::min(chunks.full, c0 + segment_chunks);
-    for (int64_t c = c0; c < c1; ++c) {
-      int8_chunk<kRowsA, kRowsB, kMode>(codes, combined + (chunks.first_block(c) - b0), qa + c * kChunk,
-                                        a.row_values, blocks, acc);
-      prefetch.at(c, Chunks::kBytes);
+  for (int64_t c = 0; c < chunks.full; ++c) {
+    const int64_t b = chunks.first_block(c);
 #pragma GCC unroll 4
-      for (int j = 0; j < kRowsB; ++j) codes[j] += Chunks::kBytes;
+    for (int j = 0; j < kRowsB; ++j) b_scales[j] = w.scales + (n + j) * w.blocks + b;
+    int8_chunk<kRowsA, kRowsB, kMode>(codes, b_scales, qa + c * kChunk, a_scales + b, w.blocks,
+                                      offsets + c * (kChunk / 8), a, blocks, acc);
+    prefetch.at(c, Chunks::kBytes);
+#pragma GCC unroll 4
+    for (int j = 0; j < kRowsB; ++j) codes[j] += Chunks::kBytes;
+  }
+  if (chunks.ragged) {
+    // Zero-padded copies of the last chunk's codes and of both sides' scales, so that no load
+    // leaves a row.
+    typename Chunks::Padded pads[kRowsB];
+    float a_pads[kRowsA][Chunks::kPadScales] = {};
+    const int64_t b = chunks.first_block(chunks.full);
+    for (int j = 0; j < kRowsB; ++j) {
+      codes[j] = chunks.pad_last(w, n + j, pads[j]).codes;
+      b_scales[j] = pads[j].scales;
     }
-    if (chunks.ragged && chunks.full < c0 + segment_chunks) {  // the ragged chunk is in this segment
-      typename Chunks::Padded pads[kRowsB];
-      const uint8_t* padded[kRowsB];
-      for (int j = 0; j < kRowsB; ++j) padded[j] = chunks.pad_last(w, n + j, pads[j]).codes;
-      int8_chunk<kRowsA, kRowsB, kMode>(padded, combined + (chunks.first_block(c1) - b0), qa + c1 * kChunk,
-                                        a.row_values, blocks, acc);
+    for (int r = 0; r < kRowsA; ++r) {
+      std::memcpy(a_pads[r], a_scales + r * w.blocks + b, static_cast<size_t>(w.blocks - b) * sizeof(float));
     }
+    int8_chunk<kRowsA, kRowsB, kMode>(codes, b_scales, qa + chunks.full * kChunk, a_pads[0], Chunks::kPadScales,
+                                      offsets + chunks.full * (kChunk / 8), a, blocks, acc);
   }
   const bool given_zp = w.zp_packed != nullptr || w.zp_float != nullptr;
-  const float default_zp = given_zp ? 1.0f : static_cast<float>(1 << (w.bits - 1));
   for (int r = 0; r < kRowsA; ++r) {
-    float dots[kRowsB], zero[kRowsB];
+    float dots[kRowsB];
     reduce_row(acc[r], dots);
-    reduce_row(zero_terms[r], zero);
-    for (int j = 0; j < kRowsB; ++j) y[r * ldy + j] = dots[j] - default_zp * zero[j];
+    for (int j = 0; j < kRowsB; ++j) {
+      const float zero = given_zp ? zero_point_term(w, n + j, a.block_terms + (r0 + r) * w.blocks) : 0.0f;
+      y[r * ldy + j] = dots[j] - zero;
+    }
   }
 }
 

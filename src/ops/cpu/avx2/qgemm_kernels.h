@@ -44,6 +44,10 @@ struct PackedA {
   // f32 path: sum of A over block b; int8 path: scale * sum of the block's int8 values. Times the
   // block's zero point and weight scale, it is the term the zero points subtract from a dot.
   float* block_terms = nullptr;   // [m, blocks]
+  // int8 path, SIMD tables: per 8 packed values (one int32 lane of a dot), the value its dot
+  // starts from, -(default zero point) * sum of the 8 int8 values when B has no zero points (so
+  // the default zero point costs nothing per pair of rows), else 0. [m, row_values / 8]
+  int32_t* lane_offsets = nullptr;
   int64_t m = 0, row_values = 0;
 };
 

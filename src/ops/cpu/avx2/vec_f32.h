@@ -67,12 +67,14 @@ struct VecI32 {
   __m512i v;
   static VecI32 splat(int32_t x) { return {_mm512_set1_epi32(x)}; }
   static VecI32 load(const int32_t* p) { return {_mm512_loadu_si512(p)}; }
+  void store(int32_t* p) const { _mm512_storeu_si512(p, v); }
   // kWidth bytes, each zero-extended into its lane.
   static VecI32 load_u8(const uint8_t* p) {
     return {_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)))};
   }
 };
 inline VecI32 operator&(VecI32 a, VecI32 b) { return {_mm512_and_si512(a.v, b.v)}; }
+inline VecI32 operator-(VecI32 a, VecI32 b) { return {_mm512_sub_epi32(a.v, b.v)}; }
 inline VecF to_float(VecI32 a) { return {_mm512_cvtepi32_ps(a.v)}; }
 // Rounds to the nearest integer, ties to even (the default MXCSR mode).
 inline VecI32 to_int(VecF a) { return {_mm512_cvtps_epi32(a.v)}; }
@@ -140,11 +142,13 @@ struct VecI32 {
   __m256i v;
   static VecI32 splat(int32_t x) { return {_mm256_set1_epi32(x)}; }
   static VecI32 load(const int32_t* p) { return {_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))}; }
+  void store(int32_t* p) const { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v); }
   static VecI32 load_u8(const uint8_t* p) {
     return {_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)))};
   }
 };
 inline VecI32 operator&(VecI32 a, VecI32 b) { return {_mm256_and_si256(a.v, b.v)}; }
+inline VecI32 operator-(VecI32 a, VecI32 b) { return {_mm256_sub_epi32(a.v, b.v)}; }
 inline VecF to_float(VecI32 a) { return {_mm256_cvtepi32_ps(a.v)}; }
 inline VecI32 to_int(VecF a) { return {_mm256_cvtps_epi32(a.v)}; }
 inline VecF permute(VecF v, VecI32 idx) { return {_mm256_permutevar8x32_ps(v.v, idx.v)}; }
