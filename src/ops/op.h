@@ -148,6 +148,7 @@ struct KernelContext {
   std::span<const KernelTensor> outputs;  // omitted optional outputs have data == nullptr
   void* workspace = nullptr;
   ThreadPool* pool = nullptr;
+  void* stream = nullptr;  // CUDA kernels: the cudaStream_t to launch on (null: the default stream)
 
   bool has_input(int i) const { return i < static_cast<int>(inputs.size()) && inputs[static_cast<size_t>(i)].data != nullptr; }
   const KernelTensor& input(int i) const { return inputs[static_cast<size_t>(i)]; }

@@ -3,6 +3,10 @@
 #include "ops/op.h"
 #include "ops/register_all.h"
 
+#ifdef OG_HAVE_CUDA
+#include "ops/cuda/register.h"
+#endif
+
 namespace onnx_genai {
 
 OpRegistry& OpRegistry::instance() {
@@ -10,6 +14,9 @@ OpRegistry& OpRegistry::instance() {
     auto* r = new OpRegistry();
     register_all_schemas(*r);
     register_all_cpu_kernels(*r);
+#ifdef OG_HAVE_CUDA
+    register_all_cuda_kernels(*r);
+#endif
     return r;
   }();
   return *registry;

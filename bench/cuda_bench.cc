@@ -1,0 +1,191 @@
+// MatMulNBits (4-bit) GEMV / small-M GEMM on the GPU against the device's measured copy
+// bandwidth (the roofline of a kernel that streams its weights once).
+//
+//   cuda_bench [json_path]     (default cuda_bench.json; a markdown table goes to stdout)
+//
+// For each (K, N, block) at M = 1 and M = 8, f16 activations and scales, no zero points: time
+// with CUDA events over replays of a CUDA graph of launches (warm-up first, median of kReps
+// replays), each launch reading a different copy of the weights so that the set of copies is
+// several times the L2 and every launch streams from DRAM. Reports the weight bytes (codes + scales) read per
+// second, that as a fraction of a device-to-device copy measured in the same run (bytes read +
+// bytes written), and time(M=8) / time(M=1) (1.0 would mean M=8 costs what M=1 costs).
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/cuda/device.h"
+#include "core/cuda/memory.h"
+#include "ops/cuda/quantized_matmul_kernels.h"
+#include "onnx_genai/dtype.h"
+
+namespace onnx_genai {
+namespace {
+
+constexpr int kReps = 15;
+constexpr int kWarmup = 3;
+
+#define BENCH_CHECK(expr)                                                                        \
+  do {                                                                                           \
+    if (Status og_s = (expr); !og_s.is_ok()) {                                                   \
+      std::fprintf(stderr, "cuda_bench: %s\n", og_s.message().c_str());                        \
+      std::exit(1);                                                                              \
+    }                                                                                            \
+  } while (0)
+
+Status check(cudaError_t err, const char* what) {
+  if (err == cudaSuccess) return Status::ok();
+  return OG_ERROR(what, ": ", cudaGetErrorString(err));
+}
+
+template <typename T>
+T value_or_exit(Result<T> r) {
+  BENCH_CHECK(r.status());
+  return std::move(r).value();
+}
+
+// Median over kReps of the milliseconds `batch` takes, after kWarmup untimed batches.
+template <typename F>
+double median_ms(cudaStream_t stream, F&& batch) {
+  cudaEvent_t start, stop;
+  BENCH_CHECK(check(cudaEventCreate(&start), "cudaEventCreate"));
+  BENCH_CHECK(check(cudaEventCreate(&stop), "cudaEventCreate"));
+  for (int i = 0; i < kWarmup; ++i) batch();
+  std::vector<double> times;
+  for (int i = 0; i < kReps; ++i) {
+    BENCH_CHECK(check(cudaEventRecord(start, stream), "cudaEventRecord"));
+    batch();
+    BENCH_CHECK(check(cudaEventRecord(stop, stream), "cudaEventRecord"));
+    BENCH_CHECK(check(cudaEventSynchronize(stop), "cudaEventSynchronize"));
+    float ms = 0;
+    BENCH_CHECK(check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime"));
+    times.push_back(ms);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+// Bytes read plus bytes written per second by a large device-to-device copy.
+double copy_bandwidth(cudaStream_t stream) {
+  constexpr size_t kBytes = size_t{1} << 30;
+  cuda::DeviceBuffer src = value_or_exit(cuda::DeviceBuffer::allocate(kBytes));
+  cuda::DeviceBuffer dst = value_or_exit(cuda::DeviceBuffer::allocate(kBytes));
+  BENCH_CHECK(cuda::fill_bytes(src.data(), 0x5A, kBytes, stream));
+  const double ms = median_ms(stream, [&] {
+    BENCH_CHECK(check(cudaMemcpyAsync(dst.data(), src.data(), kBytes, cudaMemcpyDeviceToDevice, stream), "copy"));
+  });
+  return 2.0 * static_cast<double>(kBytes) / (ms * 1e-3);
+}
+
+struct Shape2 {
+  int64_t k, n, block;
+};
+
+struct Row {
+  Shape2 shape;
+  int64_t m;
+  double us;
+  double weight_bytes;
+};
+
+std::vector<uint16_t> random_f16(size_t count, std::mt19937& rng, float lo, float hi) {
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<uint16_t> out(count);
+  for (auto& v : out) v = Float16(dist(rng)).bits;
+  return out;
+}
+
+// Times M = 1 and M = 8 for one weight shape; appends two rows.
+void bench_shape(const Shape2& s, int64_t l2_bytes, cudaStream_t stream, std::mt19937& rng, std::vector<Row>& rows) {
+  const int64_t blocks = (s.k + s.block - 1) / s.block;
+  const size_t code_bytes = static_cast<size_t>(s.n * blocks * s.block / 2);
+  const size_t scale_bytes = static_cast<size_t>(s.n * blocks) * 2;
+  const size_t set_bytes = code_bytes + scale_bytes;
+  // Enough copies to cover 4x the L2, so no launch finds its weights cached.
+  const int copies = static_cast<int>(std::max<int64_t>(2, (4 * l2_bytes + static_cast<int64_t>(set_bytes) - 1) / static_cast<int64_t>(set_bytes)));
+  std::vector<uint8_t> host_codes(code_bytes);
+  for (auto& b : host_codes) b = static_cast<uint8_t>(rng());
+  const std::vector<uint16_t> host_scales = random_f16(static_cast<size_t>(s.n * blocks), rng, -0.05f, 0.05f);
+  std::vector<cuda::DeviceBuffer> codes, scales;
+  for (int c = 0; c < copies; ++c) {
+    codes.push_back(value_or_exit(cuda::DeviceBuffer::allocate(code_bytes)));
+    scales.push_back(value_or_exit(cuda::DeviceBuffer::allocate(scale_bytes)));
+    BENCH_CHECK(cuda::copy_to_device(codes.back().data(), host_codes.data(), code_bytes, stream));
+    BENCH_CHECK(cuda::copy_to_device(scales.back().data(), host_scales.data(), scale_bytes, stream));
+  }
+  for (int64_t m : {int64_t{1}, int64_t{8}}) {
+    const std::vector<uint16_t> host_a = random_f16(static_cast<size_t>(m * s.k), rng, -1.0f, 1.0f);
+    cuda::DeviceBuffer a = value_or_exit(cuda::DeviceBuffer::allocate(host_a.size() * 2));
+    cuda::DeviceBuffer y = value_or_exit(cuda::DeviceBuffer::allocate(static_cast<size_t>(m * s.n) * 2));
+    BENCH_CHECK(cuda::copy_to_device(a.data(), host_a.data(), host_a.size() * 2, stream));
+    cuda::MatMulNBits4Args args;
+    args.dtype = DType::kF16;
+    args.m = m, args.n = s.n, args.k = s.k, args.block_size = s.block, args.blocks = blocks;
+    args.a = a.data();
+    args.y = y.data();
+    // One launch per weight copy, captured once as a CUDA graph and replayed: no launch gaps in
+    // the timing, and a check that the kernel is capture-safe (principle 1).
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    BENCH_CHECK(check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture"));
+    for (int c = 0; c < copies; ++c) {
+      args.b = static_cast<const uint8_t*>(codes[static_cast<size_t>(c)].data());
+      args.scales = scales[static_cast<size_t>(c)].data();
+      BENCH_CHECK(cuda::launch_matmul_nbits4(args, stream));
+    }
+    BENCH_CHECK(check(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture"));
+    BENCH_CHECK(check(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate"));
+    const double ms = median_ms(stream, [&] { BENCH_CHECK(check(cudaGraphLaunch(exec, stream), "cudaGraphLaunch")); });
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    rows.push_back(Row{s, m, ms * 1e3 / copies, static_cast<double>(set_bytes)});
+  }
+  BENCH_CHECK(check(cudaStreamSynchronize(stream), "cudaStreamSynchronize"));
+}
+
+int run(int argc, char** argv) {
+  const std::string json_path = argc > 1 ? argv[1] : "cuda_bench.json";
+  const cuda::DeviceInfo device = value_or_exit(cuda::usable_device(0));
+  cudaStream_t stream;
+  BENCH_CHECK(check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate"));
+  const double copy_bw = copy_bandwidth(stream);
+  std::mt19937 rng(7);
+  std::vector<Row> rows;
+  for (const Shape2 base : {Shape2{4096, 4096, 0}, Shape2{4096, 14336, 0}, Shape2{14336, 4096, 0}, Shape2{896, 151936, 0}}) {
+    for (int64_t block : {int64_t{32}, int64_t{128}}) bench_shape(Shape2{base.k, base.n, block}, device.l2_bytes, stream, rng, rows);
+  }
+  cudaStreamDestroy(stream);
+
+  std::ofstream json(json_path);
+  json << "{\n  \"device\": \"" << device.to_string() << "\",\n  \"copy_bandwidth_gbs\": " << copy_bw / 1e9
+       << ",\n  \"activations\": \"f16\",\n  \"results\": [\n";
+  std::printf("device: %s\ncopy bandwidth (read + write): %.0f GB/s\n\n", device.to_string().c_str(), copy_bw / 1e9);
+  std::printf("| K | N | block | M | time (us) | weights GB/s | of copy BW | M=8 / M=1 |\n");
+  std::printf("|---|---|---|---|---|---|---|---|\n");
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Row& r = rows[i];
+    const double gbs = r.weight_bytes / (r.us * 1e-6) / 1e9;
+    const double ratio = r.m == 8 ? r.us / rows[i - 1].us : 1.0;
+    std::printf("| %lld | %lld | %lld | %lld | %.2f | %.0f | %.2f | %s |\n", static_cast<long long>(r.shape.k),
+                static_cast<long long>(r.shape.n), static_cast<long long>(r.shape.block), static_cast<long long>(r.m), r.us,
+                gbs, gbs * 1e9 / copy_bw, r.m == 8 ? std::to_string(ratio).substr(0, 4).c_str() : "");
+    json << "    {\"k\": " << r.shape.k << ", \"n\": " << r.shape.n << ", \"block\": " << r.shape.block << ", \"m\": " << r.m
+         << ", \"us\": " << r.us << ", \"weight_bytes\": " << r.weight_bytes << ", \"weights_gbs\": " << gbs
+         << ", \"fraction_of_copy\": " << gbs * 1e9 / copy_bw << ", \"m8_over_m1\": " << ratio << "}"
+         << (i + 1 < rows.size() ? ",\n" : "\n");
+  }
+  json << "  ]\n}\n";
+  return json ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace onnx_genai
+
+int main(int argc, char** argv) { return onnx_genai::run(argc, argv); }

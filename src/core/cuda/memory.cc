@@ -1,0 +1,110 @@
+#include "core/cuda/memory.h"
+
+#include <array>
+#include <utility>
+
+#include "core/cuda/cuda_check.h"
+
+namespace onnx_genai::cuda {
+
+namespace {
+
+// Runs allocation calls on `index` and restores the caller's current device afterwards.
+class DeviceScope {
+ public:
+  explicit DeviceScope(int index) {
+    if (cudaGetDevice(&previous_) == cudaSuccess && previous_ != index) {
+      switched_ = cudaSetDevice(index) == cudaSuccess;
+      ok_ = switched_;
+    }
+  }
+  ~DeviceScope() {
+    if (switched_) (void)cudaSetDevice(previous_);
+  }
+  bool ok() const { return ok_; }
+
+ private:
+  int previous_ = 0;
+  bool switched_ = false;
+  bool ok_ = true;
+};
+
+class CudaAllocator final : public Allocator {
+ public:
+  explicit CudaAllocator(int index) : index_(index) {}
+  Device device() const override { return Device{DeviceType::kCuda, index_}; }
+  void* allocate(size_t bytes) override {
+    DeviceScope scope(index_);
+    if (!scope.ok()) return nullptr;
+    const size_t rounded = bytes == 0 ? kCudaAlignment : (bytes + kCudaAlignment - 1) / kCudaAlignment * kCudaAlignment;
+    void* ptr = nullptr;
+    return cudaMalloc(&ptr, rounded) == cudaSuccess ? ptr : nullptr;
+  }
+  void deallocate(void* ptr) override {
+    if (ptr == nullptr) return;
+    DeviceScope scope(index_);
+    (void)cudaFree(ptr);
+  }
+
+ private:
+  int index_;
+};
+
+cudaStream_t as_stream(void* stream) { return static_cast<cudaStream_t>(stream); }
+
+}  // namespace
+
+Allocator& cuda_allocator(int index) {
+  static std::array<CudaAllocator, kMaxDevices> allocators = [] {
+    return [&]<size_t... I>(std::index_sequence<I...>) {
+      return std::array<CudaAllocator, kMaxDevices>{CudaAllocator(static_cast<int>(I))...};
+    }(std::make_index_sequence<kMaxDevices>{});
+  }();
+  return allocators[static_cast<size_t>(index < 0 || index >= kMaxDevices ? 0 : index)];
+}
+
+Result<DeviceBuffer> DeviceBuffer::allocate(size_t bytes, int device) {
+  if (device < 0 || device >= kMaxDevices) return OG_ERROR("CUDA device index ", device, " out of range");
+  DeviceBuffer buffer;
+  buffer.data_ = cuda_allocator(device).allocate(bytes);
+  if (buffer.data_ == nullptr) {
+    return OG_ERROR("out of memory allocating ", bytes, " bytes on cuda:", device, " (",
+                    cudaGetErrorString(cudaGetLastError()), ")");
+  }
+  buffer.bytes_ = bytes;
+  buffer.device_ = device;
+  return buffer;
+}
+
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)), device_(other.device_) {}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
+  if (this != &other) {
+    if (data_ != nullptr) cuda_allocator(device_).deallocate(data_);
+    data_ = std::exchange(other.data_, nullptr);
+    bytes_ = std::exchange(other.bytes_, 0);
+    device_ = other.device_;
+  }
+  return *this;
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (data_ != nullptr) cuda_allocator(device_).deallocate(data_);
+}
+
+Status copy_to_device(void* device_dst, const void* host_src, size_t bytes, void* stream) {
+  return cuda_status(cudaMemcpyAsync(device_dst, host_src, bytes, cudaMemcpyHostToDevice, as_stream(stream)),
+                     "copy to device");
+}
+
+Status copy_to_host(void* host_dst, const void* device_src, size_t bytes, void* stream) {
+  return cuda_status(cudaMemcpyAsync(host_dst, device_src, bytes, cudaMemcpyDeviceToHost, as_stream(stream)),
+                     "copy to host");
+}
+
+Status fill_bytes(void* device_dst, int byte_value, size_t bytes, void* stream) {
+  return cuda_status(cudaMemsetAsync(device_dst, byte_value, bytes, as_stream(stream)), "fill device memory");
+}
+
+}  // namespace onnx_genai::cuda

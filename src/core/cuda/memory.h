@@ -1,0 +1,46 @@
+// Device memory: the Allocator for DeviceType::kCuda, an owning buffer, and stream-ordered copies.
+// Host code needs no CUDA headers for any of it; streams travel as void* (a cudaStream_t).
+#pragma once
+
+#include <cstddef>
+
+#include "onnx_genai/device.h"
+#include "onnx_genai/status.h"
+
+namespace onnx_genai::cuda {
+
+// cudaMalloc aligns to at least 256 bytes; sizes are rounded up to it too, so 16-byte vector
+// loads past a tensor's end stay inside its allocation.
+inline constexpr size_t kCudaAlignment = 256;
+inline constexpr int kMaxDevices = 16;
+
+// The allocator for device `index` (< kMaxDevices); allocate() returns nullptr on failure.
+Allocator& cuda_allocator(int index = 0);
+
+// Device memory owned by cuda_allocator(index), released on destruction.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  static Result<DeviceBuffer> allocate(size_t bytes, int device = 0);
+  DeviceBuffer(DeviceBuffer&& other) noexcept;
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer();
+
+  void* data() const { return data_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  void* data_ = nullptr;
+  size_t bytes_ = 0;
+  int device_ = 0;
+};
+
+// Stream-ordered copies and fills (stream may be null: the default stream). They return once
+// queued; synchronise the stream before reading host memory written by copy_to_host.
+Status copy_to_device(void* device_dst, const void* host_src, size_t bytes, void* stream);
+Status copy_to_host(void* host_dst, const void* device_src, size_t bytes, void* stream);
+Status fill_bytes(void* device_dst, int byte_value, size_t bytes, void* stream);
+
+}  // namespace onnx_genai::cuda

@@ -1,0 +1,17 @@
+// The CUDA kernel families (src/ops/cuda/<family>.cc), registered for DeviceType::kCuda next to
+// the CPU kernels; OpRegistry::find_kernel picks by device.
+#pragma once
+
+namespace onnx_genai {
+
+class OpRegistry;
+
+void register_normalization_cuda_kernels(OpRegistry& registry);
+void register_quantized_matmul_cuda_kernels(OpRegistry& registry);
+
+inline void register_all_cuda_kernels(OpRegistry& registry) {
+  register_normalization_cuda_kernels(registry);
+  register_quantized_matmul_cuda_kernels(registry);
+}
+
+}  // namespace onnx_genai
