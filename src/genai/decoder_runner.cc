@@ -2,24 +2,11 @@
 
 #include <algorithm>
 
+#include "genai/decoder_inputs.h"
+
 namespace onnx_genai::genai {
 
 namespace {
-
-// `slot` as a tensor of `dtype` and `shape`, keeping its storage when it already fits.
-Status reuse(Tensor& slot, DType dtype, const Shape& shape) {
-  if (slot.defined() && slot.dtype() == dtype && slot.shape() == shape) return Status::ok();
-  OG_ASSIGN_OR_RETURN(slot, Tensor::allocate(dtype, shape));
-  return Status::ok();
-}
-
-void set_integer(Tensor& t, int64_t index, int64_t value) {
-  if (t.dtype() == DType::kI64) {
-    t.data<int64_t>()[index] = value;
-  } else {
-    t.data<int32_t>()[index] = static_cast<int32_t>(value);
-  }
-}
 
 template <typename T>
 void widen(const T* row, int64_t n, std::vector<float>& out) {
@@ -65,7 +52,7 @@ Status DecoderRunner::fill_inputs(std::span<const RunRow> rows, int64_t width, i
       case InputRole::kInputIds:
       case InputRole::kPositionIds: {
         const bool ids = io_.roles[i] == InputRole::kInputIds;
-        OG_RETURN_IF_ERROR(reuse(t, infos[i].dtype, Shape{batch, width}));
+        OG_RETURN_IF_ERROR(reuse_tensor(t, infos[i].dtype, Shape{batch, width}));
         for (int64_t b = 0; b < batch; ++b) {
           const RunRow& row = rows[static_cast<size_t>(b)];
           for (int64_t s = 0; s < width; ++s) {
@@ -79,7 +66,7 @@ Status DecoderRunner::fill_inputs(std::span<const RunRow> rows, int64_t width, i
         break;
       }
       case InputRole::kAttentionMask:
-        OG_RETURN_IF_ERROR(reuse(t, infos[i].dtype, Shape{batch, mask_width}));
+        OG_RETURN_IF_ERROR(reuse_tensor(t, infos[i].dtype, Shape{batch, mask_width}));
         for (int64_t b = 0; b < batch; ++b) {
           const RunRow& row = rows[static_cast<size_t>(b)];
           for (int64_t j = 0; j < mask_width; ++j) {
@@ -89,13 +76,13 @@ Status DecoderRunner::fill_inputs(std::span<const RunRow> rows, int64_t width, i
         }
         break;
       case InputRole::kUseCacheBranch:
-        OG_RETURN_IF_ERROR(reuse(t, DType::kBool, Shape{1}));
+        OG_RETURN_IF_ERROR(reuse_tensor(t, DType::kBool, Shape{1}));
         t.data<bool>()[0] = mask_width > width;
         break;
       case InputRole::kLogitRows: {
         // Each row's last fed position (logit_rows.h).
         const int64_t hidden = io_.logit_rows_width;
-        OG_RETURN_IF_ERROR(reuse(t, DType::kI64, Shape{batch, 1, hidden}));
+        OG_RETURN_IF_ERROR(reuse_tensor(t, DType::kI64, Shape{batch, 1, hidden}));
         for (int64_t b = 0; b < batch; ++b) {
           const int64_t last = std::max<int64_t>(rows[static_cast<size_t>(b)].fresh - 1, 0);
           std::fill_n(t.data<int64_t>() + b * hidden, hidden, last);
@@ -147,10 +134,12 @@ Status DecoderRunner::copy_logits(std::span<const RunRow> rows, size_t first, in
                     width, " or 1, ", io_.vocab_size, "]");
   }
   const int64_t positions = logits.shape()[1], vocab = io_.vocab_size;
+  // With logit_rows.h's input, row b's one position is its last fed one whatever its length.
+  const bool rows_selected = io_.has(InputRole::kLogitRows);
   for (int64_t b = 0; b < batch; ++b) {
     const RunRow& row = rows[static_cast<size_t>(b)];
     if (row.fresh == 0) continue;
-    if (positions == 1 && row.fresh != width && !io_.has(InputRole::kLogitRows)) {
+    if (positions == 1 && row.fresh != width && !rows_selected) {
       return OG_ERROR("decoder output '", name, "' keeps only the last position, but batch row ", first + b,
                       " ends before it (", row.fresh, " of ", width, " positions)");
     }

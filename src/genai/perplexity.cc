@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 
+#include "genai/decoder_inputs.h"
 #include "genai/model_parts.h"
 
 namespace onnx_genai::genai {
@@ -19,24 +20,10 @@ namespace {
 // window's logits ([window, vocab] floats) stay small for large vocabularies.
 constexpr int64_t kDefaultWindow = 512;
 
-// `slot` as a zero-filled tensor of `dtype` and `shape`, keeping its storage when it already fits.
-Status reuse(Tensor& slot, DType dtype, const Shape& shape) {
-  if (slot.defined() && slot.dtype() == dtype && slot.shape() == shape) return Status::ok();
-  OG_ASSIGN_OR_RETURN(slot, Tensor::allocate(dtype, shape));
-  return Status::ok();
-}
-
-// Element i of an int32 or int64 tensor (integer_role in decoder_io.cc admits only those) gets
-// value_of(i).
+// Element i of an integer input gets value_of(i).
 template <typename ValueOf>
 void fill_integers(Tensor& t, ValueOf value_of) {
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    if (t.dtype() == DType::kI64) {
-      t.data<int64_t>()[i] = value_of(i);
-    } else {
-      t.data<int32_t>()[i] = static_cast<int32_t>(value_of(i));
-    }
-  }
+  for (int64_t i = 0; i < t.numel(); ++i) set_integer(t, i, value_of(i));
 }
 
 // Whether the graph declares its logits as [batch, 1, vocab]: only the last position.
@@ -103,30 +90,30 @@ class WindowRunner {
       const DType dtype = infos[i].dtype;
       switch (io_.roles[i]) {
         case InputRole::kInputIds:
-          OG_RETURN_IF_ERROR(reuse(t, dtype, Shape{1, n}));
+          OG_RETURN_IF_ERROR(reuse_tensor(t, dtype, Shape{1, n}));
           fill_integers(t, [&](int64_t j) { return ids[static_cast<size_t>(j)]; });
           break;
         case InputRole::kAttentionMask:
-          OG_RETURN_IF_ERROR(reuse(t, dtype, Shape{1, n}));
+          OG_RETURN_IF_ERROR(reuse_tensor(t, dtype, Shape{1, n}));
           fill_integers(t, [](int64_t) { return 1; });
           break;
         case InputRole::kPositionIds:
-          OG_RETURN_IF_ERROR(reuse(t, dtype, Shape{1, n}));
+          OG_RETURN_IF_ERROR(reuse_tensor(t, dtype, Shape{1, n}));
           fill_integers(t, [](int64_t j) { return j; });
           break;
         case InputRole::kUseCacheBranch:
-          OG_RETURN_IF_ERROR(reuse(t, DType::kBool, Shape{1}));
+          OG_RETURN_IF_ERROR(reuse_tensor(t, DType::kBool, Shape{1}));
           t.data<bool>()[0] = false;  // no past: the branch that computes without a cache
           break;
         case InputRole::kLogitRows: {
           // Row r asks for position first_row + r, repeated over the hidden size (logit_rows.h).
           const int64_t hidden = io_.logit_rows_width;
-          OG_RETURN_IF_ERROR(reuse(t, DType::kI64, Shape{1, rows, hidden}));
+          OG_RETURN_IF_ERROR(reuse_tensor(t, DType::kI64, Shape{1, rows, hidden}));
           fill_integers(t, [first_row, hidden](int64_t k) { return first_row + k / hidden; });
           break;
         }
         case InputRole::kPastKv:
-          OG_RETURN_IF_ERROR(reuse(t, dtype, Shape{1, io_.kv_heads, 0, io_.head_size}));
+          OG_RETURN_IF_ERROR(reuse_tensor(t, dtype, Shape{1, io_.kv_heads, 0, io_.head_size}));
           break;
       }
     }

@@ -10,17 +10,9 @@ import { readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { AutoTokenizer, env } from './transformers_tokenizer.mjs';
+
 const here = dirname(fileURLToPath(import.meta.url));
-const transformers = join(here, 'node_modules/@huggingface/transformers/src');
-if (!existsSync(transformers)) {
-  console.error(`missing ${transformers}: run npm ci in tests/oracle`);
-  process.exit(2);
-}
-// The package entry point pulls in sharp (image support, an optional native module); the
-// tokenizer classes themselves do not need it, so import them directly.
-const { AutoTokenizer } = await import(join(transformers, 'models/auto/tokenization_auto.js'));
-const { env } = await import(join(transformers, 'env.js'));
-env.allowRemoteModels = false;
 
 const [corpusPath, outDir, ...names] = process.argv.slice(2);
 if (!corpusPath || !outDir || names.length === 0) {

@@ -7,18 +7,8 @@
 //   decoded_skip  decode(ids, {skip_special_tokens: true})   rejects an empty list)
 import { readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const transformers = join(here, 'node_modules/@huggingface/transformers/src');
-if (!existsSync(transformers)) {
-  console.error(`missing ${transformers}: run npm ci in tests/oracle`);
-  process.exit(2);
-}
-// As in tokenizer_reference.mjs: the tokenizer classes without the package entry point (sharp).
-const { AutoTokenizer } = await import(join(transformers, 'models/auto/tokenization_auto.js'));
-const { env } = await import(join(transformers, 'env.js'));
-env.allowRemoteModels = false;
+import { AutoTokenizer, env } from './transformers_tokenizer.mjs';
 
 const [modelDir, textsPath, outPath] = process.argv.slice(2);
 if (!modelDir || !textsPath || !outPath) {
