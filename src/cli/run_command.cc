@@ -127,7 +127,6 @@ class ChatSession {
     const genai::GenerationStats before = generator.stats();
     last_prompt_ = ids.size();
     last_reused_ = generator.cached_length(0);
-    g_interrupted = 0;
     std::string text;
     while (!generator.is_done() && !g_interrupted) {
       OG_RETURN_IF_ERROR(generator.generate_next());
@@ -192,6 +191,9 @@ void edited_chat_loop(ChatSession& session) {
   int cancels_at_empty_prompt = 0;
   while (true) {
     std::fflush(stdout);
+    // Raw mode keeps Ctrl-C a byte while editing; from the line's end it is SIGINT and stops the
+    // reply, including during its prompt's encoding and prefill.
+    g_interrupted = 0;
     const LineEditor::ReadResult read = editor.read_line("> ");
     if (read.status == LineEditor::Status::kEndOfInput) return;
     if (read.status == LineEditor::Status::kCancelled) {
@@ -219,6 +221,7 @@ void plain_chat_loop(ChatSession& session) {
       std::fputs("> ", stdout);
       std::fflush(stdout);
     }
+    g_interrupted = 0;  // from here a Ctrl-C ends the read or stops the reply to this line
     if (!std::getline(std::cin, line)) {
       if (!g_interrupted || ++interrupts_at_prompt >= 2) return;
       g_interrupted = 0;

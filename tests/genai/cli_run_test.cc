@@ -108,6 +108,15 @@ class PtyProcess {
     return true;
   }
 
+  // Reads until the output is longer than `size`; false after 30 s.
+  bool wait_for_output_beyond(size_t size) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (output_.size() <= size) {
+      if (std::chrono::steady_clock::now() > deadline || !read_some(100)) return false;
+    }
+    return true;
+  }
+
   // The exit status, after draining output; -1 when it did not exit normally within 30 s.
   // A signal that ended it is then terminating_signal().
   int wait_exit() {
@@ -314,7 +323,7 @@ TEST_F(CliRun, TerminalEditsRecallsAndRestoresTheTerminal) {
 }
 
 // Ctrl-C while a reply streams stops it and the REPL goes on; two Ctrl-C at the empty prompt exit.
-// Ctrl-C is sent as soon as the terminal is back in canonical mode, i.e. the reply has begun.
+// Ctrl-C is sent once the reply's text has begun to stream.
 TEST_F(CliRun, TerminalCtrlCStopsAReply) {
   constexpr int kLimit = 3000;
   PtyProcess child({OG_CLI_PATH, "run", slow_dir_.string(), "--greedy", "--max-new-tokens", std::to_string(kLimit)},
@@ -324,7 +333,9 @@ TEST_F(CliRun, TerminalCtrlCStopsAReply) {
   size_t from = child.output().size();
   ASSERT_TRUE(child.wait_for_mode(false));
   child.send("hi there\r");
-  ASSERT_TRUE(child.wait_for_mode(true));
+  ASSERT_TRUE(child.wait_for("hi there\x1b[K", from)) << child.output();
+  ASSERT_TRUE(child.wait_for("\n", from)) << child.output();  // the submitted line ends
+  ASSERT_TRUE(child.wait_for_output_beyond(child.output().find('\n', from) + 1)) << child.output();
   child.send("\x03");
   ASSERT_TRUE(child.wait_for(kStatsThenPrompt, from)) << child.output();
   const size_t stats = child.output().rfind("\n[", child.output().size() - 4);
