@@ -60,6 +60,20 @@ class ScopedTempDir {
   std::filesystem::path path_;
 };
 
+// The repository root: $OG_SOURCE_DIR where the test binaries were built elsewhere (a GPU
+// machine running binaries staged by scripts/gpu-check), else the build's OG_SOURCE_DIR.
+inline std::string source_dir() {
+  const char* chosen = std::getenv("OG_SOURCE_DIR");
+  return chosen != nullptr && *chosen != '\0' ? chosen : OG_SOURCE_DIR;
+}
+
+// The Python that runs the model builders: Debian's (python3-onnx, -numpy, -torch), or $OG_PYTHON
+// where those packages live elsewhere (e.g. a GPU machine's virtual environment).
+inline std::string python() {
+  const char* chosen = std::getenv("OG_PYTHON");
+  return chosen != nullptr && *chosen != '\0' ? chosen : "/usr/bin/python3";
+}
+
 // Quotes `text` for /bin/sh as one word.
 inline std::string shell_quote(const std::string& text) {
   std::string quoted = "'";
@@ -159,7 +173,7 @@ inline Result<std::vector<NamedTensor>> read_tensor_dir(const std::filesystem::p
 }
 
 inline std::string ort_run_command(const std::string& arguments, int threads) {
-  const std::string script = std::string(OG_SOURCE_DIR) + "/tests/oracle/ort_run.mjs";
+  const std::string script = source_dir() + "/tests/oracle/ort_run.mjs";
   return "node " + shell_quote(script) + " " + arguments + " --threads " + std::to_string(threads);
 }
 

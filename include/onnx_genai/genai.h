@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "onnx_genai/chat_template.h"
+#include "onnx_genai/device.h"
 #include "onnx_genai/sampling.h"
 #include "onnx_genai/session.h"
 #include "onnx_genai/status.h"
@@ -40,6 +41,9 @@ namespace onnx_genai::genai {
 
 struct ModelOptions {
   int num_threads = 0;            // intra-op threads including the caller; 0 = all cores
+  // cuda:N: the decoder runs on that GPU (nodes without a CUDA kernel on the CPU) and the KV cache
+  // lives there; token ids and logits cross to the host.
+  Device device = Device::cpu();
   std::string onnx_file;          // decoder file inside the folder; empty = the config's / the usual names
   bool preallocate_kv = false;    // reserve the KV cache for the whole context up front
   int64_t initial_kv_capacity = 0;  // smallest first KV reservation in positions; 0 = 64

@@ -22,6 +22,9 @@ struct Model;
 struct SessionOptions {
   int num_threads = 0;           // intra-op threads including the caller; 0 = all cores
   size_t max_cached_plans = 16;  // least recently used plans beyond this are dropped
+  // cuda:N runs every node with a CUDA kernel on that GPU (the rest on the CPU, with copies
+  // between them); inputs and outputs may then be tensors on that device.
+  Device device = Device::cpu();
 };
 
 struct IoInfo {
@@ -44,6 +47,9 @@ struct SessionStats {
   int64_t nodes_folded = 0;
   int64_t initializer_bytes_mapped = 0;
   int64_t initializer_bytes_copied = 0;
+  int64_t device_arena_bytes = 0;       // the device's activation arena (max over cached plans)
+  int64_t last_plan_device_steps = 0;   // steps of the last plan that ran on the device
+  int64_t last_plan_transfers = 0;      // copies between host and device in that plan
 };
 
 class Session {
@@ -62,11 +68,15 @@ class Session {
   // Inputs by name; every graph input must be given.
   Result<std::vector<Tensor>> run_named(const std::map<std::string, Tensor>& inputs);
   // Writes into `outputs`, reusing tensors whose dtype and shape already match (others are
-  // (re)allocated). Repeating a run with the same shapes and outputs allocates nothing.
+  // (re)allocated). Repeating a run with the same shapes and outputs allocates nothing. An
+  // output given on the session's device is written there; every other output is a CPU tensor.
   Status run_into(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs);
 
   SessionStats stats() const;
   int num_threads() const;
+  Device device() const;
+  // Memory for tensors on device() (the CPU allocator on the CPU).
+  Allocator& allocator() const;
 
  private:
   struct Impl;

@@ -25,6 +25,7 @@ struct BenchOptions {
   int64_t gen_len = 64;
   int64_t repeat = 3;
   int64_t threads = 0;
+  Device device = Device::cpu();
   bool json = false;
   bool all_logits = false;  // run the LM head over every prompt position, as the graph asks
 };
@@ -37,6 +38,7 @@ Result<BenchOptions> parse_bench_options(std::span<const std::string> args) {
   table.valued["--gen-len"] = integer_option(o.gen_len, 1, kMaxTokens);
   table.valued["--repeat"] = integer_option(o.repeat, 1, 1000);
   table.valued["--threads"] = integer_option(o.threads, 0, 4096);
+  table.valued["--device"] = device_option(o.device);
   table.flags = {{"--json", &o.json}, {"--all-logits", &o.all_logits}};
   OG_RETURN_IF_ERROR(parse_options(args, table, o.model_path));
   return o;
@@ -90,7 +92,9 @@ double peak_rss_mib() {
   return static_cast<double>(usage.ru_maxrss) / 1024.0;  // Linux reports KiB
 }
 
-nlohmann::ordered_json summarize(const BenchOptions& options, const std::vector<RunTimes>& runs) {
+// `decode_plan`: the session's statistics after the last run, whose last plan is a decode step's.
+nlohmann::ordered_json summarize(const BenchOptions& options, const std::vector<RunTimes>& runs,
+                                 const SessionStats& decode_plan) {
   double prefill_tokens = 0, prefill_seconds = 0, decode_steps = 0, decode_seconds = 0, ttft = 0;
   std::vector<double> steps;
   for (const RunTimes& run : runs) {
@@ -110,13 +114,19 @@ nlohmann::ordered_json summarize(const BenchOptions& options, const std::vector<
           {"itl_p50_ms", percentile(steps, 50) * 1e3},
           {"itl_p90_ms", percentile(steps, 90) * 1e3},
           {"itl_p99_ms", percentile(steps, 99) * 1e3},
-          {"peak_rss_mib", peak_rss_mib()}};
+          {"peak_rss_mib", peak_rss_mib()},
+          {"device", options.device.to_string()},
+          {"decode_plan_steps", decode_plan.last_plan_steps},
+          {"decode_plan_device_steps", decode_plan.last_plan_device_steps},
+          {"decode_plan_transfers", decode_plan.last_plan_transfers},
+          {"device_arena_mib", static_cast<double>(decode_plan.device_arena_bytes) / (1 << 20)}};
 }
 
 void print_table(const nlohmann::ordered_json& summary) {
-  std::printf("prompt %lld tokens, %lld generated, %lld runs after a warm-up, threads %lld\n",
+  std::printf("prompt %lld tokens, %lld generated, %lld runs after a warm-up, threads %lld, device %s\n",
               summary["prompt_len"].get<long long>(), summary["gen_len"].get<long long>(),
-              summary["repeat"].get<long long>(), summary["threads"].get<long long>());
+              summary["repeat"].get<long long>(), summary["threads"].get<long long>(),
+              summary["device"].get<std::string>().c_str());
   std::printf("  prefill       %10.1f tok/s\n", summary["prefill_tok_s"].get<double>());
   std::printf("  decode        %10.1f tok/s\n", summary["decode_tok_s"].get<double>());
   std::printf("  TTFT          %10.2f ms\n", summary["ttft_ms"].get<double>());
@@ -124,6 +134,11 @@ void print_table(const nlohmann::ordered_json& summary) {
   std::printf("  ITL p90       %10.2f ms\n", summary["itl_p90_ms"].get<double>());
   std::printf("  ITL p99       %10.2f ms\n", summary["itl_p99_ms"].get<double>());
   std::printf("  peak RSS      %10.1f MiB\n", summary["peak_rss_mib"].get<double>());
+  if (summary["device"].get<std::string>() != "cpu") {
+    std::printf("  decode plan   %lld steps, %lld on the device, %lld host/device copies; device arena %.1f MiB\n",
+                summary["decode_plan_steps"].get<long long>(), summary["decode_plan_device_steps"].get<long long>(),
+                summary["decode_plan_transfers"].get<long long>(), summary["device_arena_mib"].get<double>());
+  }
 }
 
 }  // namespace
@@ -135,6 +150,7 @@ int run_bench(std::span<const std::string> args) {
   if (!dir.is_ok()) return report(kExitBadInput, dir.status().message());
   genai::ModelOptions model_options;
   model_options.num_threads = static_cast<int>(options->threads);
+  model_options.device = options->device;
   model_options.select_logit_rows = !options->all_logits;
   auto model = genai::Model::load(*dir, model_options);
   if (!model.is_ok()) return report(kExitBadInput, model.status().message());
@@ -166,7 +182,7 @@ int run_bench(std::span<const std::string> args) {
     if (!run.is_ok()) return report(kExitFailed, run.status().message());
     runs.push_back(std::move(*run));
   }
-  const nlohmann::ordered_json summary = summarize(*options, runs);
+  const nlohmann::ordered_json summary = summarize(*options, runs, (*model)->session_stats());
   if (options->json) {
     std::printf("%s\n", summary.dump(2).c_str());
   } else {

@@ -22,6 +22,7 @@ struct EvalPplOptions {
   std::optional<std::string> text_path;
   genai::PerplexityOptions perplexity;
   int64_t threads = 0;
+  Device device = Device::cpu();
   bool json = false;
 };
 
@@ -36,6 +37,7 @@ Result<EvalPplOptions> parse_eval_ppl_options(std::span<const std::string> args)
   table.valued["--window"] = integer_option(o.perplexity.window, 2, kMaxTokens);
   table.valued["--stride"] = integer_option(o.perplexity.stride, 1, kMaxTokens);
   table.valued["--threads"] = integer_option(o.threads, 0, 4096);
+  table.valued["--device"] = device_option(o.device);
   table.flags = {{"--json", &o.json}};
   OG_RETURN_IF_ERROR(parse_options(args, table, o.model_path));
   if (!o.text_path) return OG_ERROR("eval-ppl needs --text FILE (the text to score)");
@@ -92,6 +94,7 @@ int run_eval_ppl(std::span<const std::string> args) {
   if (!dir.is_ok()) return report(kExitBadInput, dir.status().message());
   genai::ModelOptions model_options;
   model_options.num_threads = static_cast<int>(options->threads);
+  model_options.device = options->device;
   auto model = genai::Model::load(*dir, model_options);
   if (!model.is_ok()) return report(kExitBadInput, model.status().message());
   auto tokens = tokenize_file(**model, *options->text_path, *text);

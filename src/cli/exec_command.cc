@@ -87,6 +87,7 @@ Status run_exec(const ExecOptions& options) {
   const auto load_start = Clock::now();
   SessionOptions session_options;
   session_options.num_threads = options.threads;
+  session_options.device = options.device;
   OG_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::load(options.model_path, session_options));
   const double load_ms = ms_since(load_start);
   OG_ASSIGN_OR_RETURN(std::vector<Tensor> inputs,

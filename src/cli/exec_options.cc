@@ -42,6 +42,10 @@ Result<ExecOptions> parse_exec_options(std::span<const std::string> args) {
     if (arg == "--threads") {
       OG_ASSIGN_OR_RETURN(int64_t threads, parse_int(value, "--threads", 0, 4096));
       options.threads = static_cast<int>(threads);
+    } else if (arg == "--device") {
+      auto device = Device::parse(value);
+      if (!device.is_ok()) return OG_ERROR("--device: ", device.status().message());
+      options.device = *device;
     } else if (arg == "--repeat") {
       OG_ASSIGN_OR_RETURN(int64_t repeat, parse_int(value, "--repeat", 1, kMaxInt));
       options.repeat = static_cast<int>(repeat);

@@ -6,6 +6,7 @@
 #include <span>
 #include <string>
 
+#include "onnx_genai/device.h"
 #include "onnx_genai/status.h"
 
 namespace onnx_genai::cli {
@@ -13,6 +14,7 @@ namespace onnx_genai::cli {
 struct ExecOptions {
   std::string model_path;
   int threads = 0;  // 0 = all cores
+  Device device = Device::cpu();
   int repeat = 1;
   std::map<std::string, int64_t> dims;             // symbolic dim name -> value
   std::map<std::string, std::string> input_files;  // input name -> raw little-endian file

@@ -99,6 +99,7 @@ int run_generate(std::span<const std::string> args) {
   const auto load_start = std::chrono::steady_clock::now();
   genai::ModelOptions model_options;
   model_options.num_threads = options->threads;
+  model_options.device = options->device;
   model_options.decode_mask_at_capacity = options->mask_at_capacity;
   auto model = load_model_with_progress(*path, model_options);
   if (!model.is_ok()) return report(kExitBadInput, model.status().message());

@@ -47,6 +47,7 @@ OptionTable option_table(GenerateOptions& o) {
       {"--top-k", number<int32_t>(o.top_k, 0, std::numeric_limits<int32_t>::max())},
       {"--seed", number<uint64_t>(o.seed, 0, std::numeric_limits<uint64_t>::max())},
       {"--threads", number<int>(o.threads, 0, 4096)},
+      {"--device", device_option(o.device)},
       {"--mask-at-capacity",
        [&o](const std::string& option, const std::string& value) {
          if (value != "on" && value != "off") return OG_ERROR(option, " wants on or off, got '", value, "'");

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "onnx_genai/device.h"
 #include "onnx_genai/status.h"
 
 namespace onnx_genai::cli {
@@ -30,6 +31,7 @@ struct GenerateOptions {
   bool ignore_eos = false;
   bool truncate = false;  // cut a too-long prompt from the left
   int threads = 0;
+  Device device = Device::cpu();
   std::optional<bool> mask_at_capacity;  // genai::ModelOptions::decode_mask_at_capacity
   bool stream = false;  // print text as it is generated (else once at the end)
   bool stats = false;   // timing and session numbers on stderr

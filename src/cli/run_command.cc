@@ -47,6 +47,7 @@ struct ChatOptions {
   std::optional<std::string> system;
   std::optional<int64_t> max_new_tokens;
   int64_t threads = 0;
+  Device device = Device::cpu();
   bool greedy = false;
 };
 
@@ -62,6 +63,7 @@ Result<ChatOptions> parse_chat_options(std::span<const std::string> args) {
     return Status::ok();
   };
   table.valued["--threads"] = integer_option(o.threads, 0, 4096);
+  table.valued["--device"] = device_option(o.device);
   table.flags = {{"--greedy", &o.greedy}};
   OG_RETURN_IF_ERROR(parse_options(args, table, o.model_path));
   return o;
@@ -244,6 +246,7 @@ int run_chat(std::span<const std::string> args) {
   if (!dir.is_ok()) return report(kExitBadInput, dir.status().message());
   genai::ModelOptions model_options;
   model_options.num_threads = static_cast<int>(options->threads);
+  model_options.device = options->device;
   auto model = load_model_with_progress(*dir, model_options);
   if (!model.is_ok()) return report(kExitBadInput, model.status().message());
   if (!(*model)->tokenizer()) return report(kExitBadInput, "the model folder " + *dir + " has no tokenizer.json");

@@ -12,6 +12,7 @@
 #include <system_error>
 #include <type_traits>
 
+#include "onnx_genai/device.h"
 #include "onnx_genai/status.h"
 
 namespace onnx_genai::cli {
@@ -50,6 +51,16 @@ inline Result<int64_t> parse_integer(const std::string& text, const std::string&
 inline auto integer_option(int64_t& field, int64_t min, int64_t max) {
   return [&field, min, max](const std::string& option, const std::string& value) -> Status {
     OG_ASSIGN_OR_RETURN(field, parse_integer(value, option, min, max));
+    return Status::ok();
+  };
+}
+
+// An OptionTable::valued entry parsing --device (cpu, cuda, cuda:N) into `field`.
+inline auto device_option(Device& field) {
+  return [&field](const std::string& option, const std::string& value) -> Status {
+    auto device = Device::parse(value);
+    if (!device.is_ok()) return OG_ERROR(option, ": ", device.status().message());
+    field = *device;
     return Status::ok();
   };
 }

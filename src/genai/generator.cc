@@ -145,6 +145,7 @@ Result<std::unique_ptr<Generator>> Generator::create(const Model& model, const G
   layout.heads = parts.io.kv_heads;
   layout.head_size = parts.io.head_size;
   layout.shared = parts.io.shared_buffer;
+  layout.memory = &parts.session->allocator();
   // Left padding takes cache positions too.
   const int64_t context = parts.info.context_length;
   layout.max_length = context > 0 ? context + (parts.io.right_padding ? 0 : static_cast<int64_t>(widest)) : 0;
@@ -349,8 +350,7 @@ Status Generator::rewind(size_t length) {
     }
     cached = std::max(cached, row.cached);
   }
-  impl_->cache.rewind(cached);
-  return Status::ok();
+  return impl_->cache.rewind(cached);
 }
 
 size_t Generator::batch_size() const { return impl_->rows.size(); }

@@ -1,8 +1,6 @@
 #include "genai/kv_cache.h"
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 
 namespace onnx_genai::genai {
 
@@ -11,12 +9,9 @@ namespace {
 // Smallest first allocation unless KvCacheOptions::initial_capacity says otherwise: tiny steps
 // should not reallocate every few tokens.
 constexpr int64_t kDefaultFirstCapacity = 64;
-constexpr size_t kAlignment = 64;
 constexpr int64_t kMaxBytes = int64_t{1} << 50;
 
 }  // namespace
-
-void KvCache::Free::operator()(std::byte* p) const { std::free(p); }
 
 Result<KvCache> KvCache::create(const KvCacheLayout& layout, const KvCacheOptions& options) {
   constexpr int64_t kMaxDim = int64_t{1} << 20;
@@ -49,17 +44,21 @@ Result<KvCache::Buffer> KvCache::allocate(int64_t positions) const {
   if (positions > kMaxBytes / 8 / per_position) {
     return OG_ERROR("KV cache: ", positions, " positions of ", per_position, " elements are too many to allocate");
   }
-  const int64_t bytes = dtype_storage_bytes(layout_.dtype, layout_.batch * row_elements(positions));
-  const size_t rounded = (static_cast<size_t>(bytes) + kAlignment - 1) / kAlignment * kAlignment;
-  Buffer buffer(static_cast<std::byte*>(std::aligned_alloc(kAlignment, std::max(rounded, kAlignment))));
-  if (!buffer) return OG_ERROR("KV cache: cannot allocate ", bytes, " bytes for ", positions, " positions");
+  const size_t size = bytes(layout_.batch * row_elements(positions));
+  Allocator& memory = *layout_.memory;
+  auto* data = static_cast<std::byte*>(memory.allocate(size));
+  if (data == nullptr) {
+    return OG_ERROR("KV cache: cannot allocate ", size, " bytes for ", positions, " positions on ",
+                    memory.device().to_string());
+  }
+  Buffer buffer(data, [&memory](std::byte* p) { memory.deallocate(p); });
   // Zeroed: attention may read past a row's length (as zero-weighted keys), never garbage NaNs.
-  std::memset(buffer.get(), 0, rounded);
+  OG_RETURN_IF_ERROR(memory.zero(data, size));
   return buffer;
 }
 
 std::byte* KvCache::element(const Buffer& buffer, int64_t index) const {
-  return buffer.get() + dtype_storage_bytes(layout_.dtype, index);
+  return buffer.get() + bytes(index);
 }
 
 Status KvCache::reserve(int64_t positions) {
@@ -71,13 +70,11 @@ Status KvCache::reserve(int64_t positions) {
     OG_ASSIGN_OR_RETURN(Buffer bigger, allocate(grown));
     if (current_[e] && length_ > 0) {
       if (layout_.shared) {  // the stride changes: move each head's stored positions
-        const int64_t run = dtype_storage_bytes(layout_.dtype, length_ * d);
-        for (int64_t i = 0; i < bh; ++i) {
-          std::memcpy(element(bigger, i * grown * d), element(current_[e], i * capacity_ * d), static_cast<size_t>(run));
-        }
+        OG_RETURN_IF_ERROR(layout_.memory->copy_rows(bigger.get(), bytes(grown * d), current_[e].get(),
+                                                     bytes(capacity_ * d), bytes(length_ * d), static_cast<size_t>(bh)));
       } else {  // laid out at the length's stride, which does not change
-        std::memcpy(bigger.get(), current_[e].get(),
-                    static_cast<size_t>(dtype_storage_bytes(layout_.dtype, bh * length_ * d)));
+        const size_t all = bytes(bh * length_ * d);
+        OG_RETURN_IF_ERROR(layout_.memory->copy_rows(bigger.get(), all, current_[e].get(), all, all, 1));
       }
     }
     current_[e] = std::move(bigger);
@@ -93,14 +90,14 @@ Status KvCache::reserve(int64_t positions) {
 Tensor KvCache::past(size_t entry, int64_t first, int64_t rows) const {
   const int64_t positions = stride();
   return Tensor::view(layout_.dtype, Shape{rows, layout_.heads, positions, layout_.head_size},
-                      element(current_[entry], first * row_elements(positions)));
+                      element(current_[entry], first * row_elements(positions)), nullptr, layout_.memory->device());
 }
 
 Tensor KvCache::present(size_t entry, int64_t first, int64_t rows, int64_t fresh) const {
   if (layout_.shared) return past(entry, first, rows);
   const int64_t positions = length_ + fresh;
   return Tensor::view(layout_.dtype, Shape{rows, layout_.heads, positions, layout_.head_size},
-                      element(next_[entry], first * row_elements(positions)));
+                      element(next_[entry], first * row_elements(positions)), nullptr, layout_.memory->device());
 }
 
 void KvCache::advance(int64_t new_length) {
@@ -108,20 +105,19 @@ void KvCache::advance(int64_t new_length) {
   length_ = new_length;
 }
 
-void KvCache::rewind(int64_t length) {
-  if (length >= length_) return;
-  if (!layout_.shared && length > 0) {
-    // From stride length_ to stride `length`: each head's first rows move down; destinations
-    // never pass their sources, so ascending order with memmove is safe.
-    const int64_t bh = layout_.batch * layout_.heads, d = layout_.head_size;
-    const auto run = static_cast<size_t>(dtype_storage_bytes(layout_.dtype, length * d));
+Status KvCache::rewind(int64_t length) {
+  if (length >= length_) return Status::ok();
+  const int64_t bh = layout_.batch * layout_.heads, d = layout_.head_size;
+  if (!layout_.shared && length > 0 && bh > 1) {
+    // From stride length_ to stride `length`: each head's first rows move down (head 0 stays).
     for (const Buffer& buffer : current_) {
-      for (int64_t i = 1; i < bh; ++i) {
-        std::memmove(element(buffer, i * length * d), element(buffer, i * length_ * d), run);
-      }
+      OG_RETURN_IF_ERROR(layout_.memory->copy_rows(element(buffer, length * d), bytes(length * d),
+                                                   element(buffer, length_ * d), bytes(length_ * d), bytes(length * d),
+                                                   static_cast<size_t>(bh - 1)));
     }
   }
   length_ = length;
+  return Status::ok();
 }
 
 }  // namespace onnx_genai::genai

@@ -15,6 +15,9 @@
 //
 // rewind(length) forgets positions >= length (speculative decoding); a concatenated cache is
 // re-laid out at the shorter stride, moving each head's rows down once.
+//
+// The storage comes from KvCacheLayout::memory (host, or the GPU the session runs on); growing and
+// rewinding copy through that allocator, between runs.
 #pragma once
 
 #include <cstddef>
@@ -38,6 +41,7 @@ struct KvCacheLayout {
   int64_t batch = 1, heads = 1, head_size = 1;
   bool shared = false;     // present is written into past's storage
   int64_t max_length = 0;  // positions the cache may ever need; 0 = unbounded
+  Allocator* memory = &cpu_allocator();  // where the cache lives: the session's device
 };
 
 class KvCache {
@@ -58,18 +62,16 @@ class KvCache {
   // switch to the buffer present was written to).
   void advance(int64_t new_length);
   // Forgets positions >= `length` (no-op when already shorter).
-  void rewind(int64_t length);
+  Status rewind(int64_t length);
 
  private:
-  struct Free {
-    void operator()(std::byte* p) const;
-  };
-  using Buffer = std::unique_ptr<std::byte[], Free>;
+  using Buffer = std::shared_ptr<std::byte>;
 
   explicit KvCache(const KvCacheLayout& layout) : layout_(layout) {}
   Result<Buffer> allocate(int64_t positions) const;
   int64_t row_elements(int64_t positions) const { return layout_.heads * positions * layout_.head_size; }
   std::byte* element(const Buffer& buffer, int64_t index) const;
+  size_t bytes(int64_t elements) const { return static_cast<size_t>(dtype_storage_bytes(layout_.dtype, elements)); }
   // The stride (positions per head) the data in the current buffer is laid out at.
   int64_t stride() const { return layout_.shared ? capacity_ : length_; }
 

@@ -1,5 +1,6 @@
 #include "runtime/plan.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/thread_pool.h"
@@ -11,16 +12,34 @@ namespace {
 // Nodes whose inputs are all known while planning are evaluated then, if their outputs are
 // this small (shape arithmetic, masks of constant shape); larger ones run as steps.
 constexpr int64_t kPlanTimeEvalMaxElements = 1 << 16;
+
+// Copies one slot's bytes between the host and the device, queued on the device's stream.
+class TransferKernel final : public OpKernel {
+ public:
+  TransferKernel(ExecutionDevice& device, bool to_device, size_t bytes)
+      : device_(device), to_device_(to_device), bytes_(bytes) {}
+  Status run(const KernelContext& ctx) const override {
+    if (bytes_ == 0) return Status::ok();
+    return to_device_ ? device_.copy_to_device(ctx.output(0).data, ctx.input(0).data, bytes_)
+                      : device_.copy_to_host(ctx.output(0).data, ctx.input(0).data, bytes_);
+  }
+
+ private:
+  ExecutionDevice& device_;
+  bool to_device_;
+  size_t bytes_;
+};
 }  // namespace
 
 class ExecutionPlan::Builder {
  public:
   Builder(ExecutionPlan& plan, const PlannerGraph& pg, ThreadPool* pool) : plan_(plan), pg_(pg), pool_(pool) {}
 
-  Status build(const std::vector<Tensor>& inputs) {
+  Status build(const std::vector<Tensor>& inputs, const std::vector<DeviceType>& output_devices) {
     const Graph& g = *pg_.graph;
     for (size_t i = 0; i < g.inputs.size(); ++i) {
-      const int s = new_slot(PlanSlot::Kind::kInput, {inputs[i].dtype(), inputs[i].shape()}, g.inputs[i]);
+      const int s = new_slot(PlanSlot::Kind::kInput, {inputs[i].dtype(), inputs[i].shape()}, g.inputs[i],
+                             inputs[i].device().type);
       plan_.slots_[static_cast<size_t>(s)].index = static_cast<int>(i);
       if (pg_.value_keyed_inputs[i]) {
         OG_ASSIGN_OR_RETURN(Tensor copy, inputs[i].clone());
@@ -28,17 +47,18 @@ class ExecutionPlan::Builder {
       }
     }
     OG_RETURN_IF_ERROR(add_graph(g));
-    OG_RETURN_IF_ERROR(bind_outputs(g));
+    OG_RETURN_IF_ERROR(bind_outputs(g, output_devices));
     plan_memory_layout();
     plan_.slot_data_.assign(plan_.slots_.size(), nullptr);
     return Status::ok();
   }
 
  private:
-  int new_slot(PlanSlot::Kind kind, TensorInfo info, const Value* v) {
+  int new_slot(PlanSlot::Kind kind, TensorInfo info, const Value* v, DeviceType device = DeviceType::kCpu) {
     PlanSlot slot;
     slot.kind = kind;
     slot.info = std::move(info);
+    slot.device = device;
     plan_.slots_.push_back(std::move(slot));
     slot_values_.push_back(nullptr);
     first_step_.push_back(static_cast<int>(plan_.steps_.size()));
@@ -63,7 +83,11 @@ class ExecutionPlan::Builder {
   Result<int> slot_for(const Value* v, const Node& reader) {
     auto it = slot_of_.find(v);
     if (it != slot_of_.end()) return it->second;
-    if (v->is_constant()) return constant_slot(v, &v->initializer);
+    if (v->is_constant()) {
+      const int s = constant_slot(v, &v->initializer);
+      initializer_slots_.insert(s);
+      return s;
+    }
     return OG_ERROR(reader.describe(), ": input '", v->name, "' has no value at this point of the plan");
   }
 
@@ -146,23 +170,61 @@ class ExecutionPlan::Builder {
   }
 
   Status add_node(const Node& node) {
-    const OpSchema* schema = OpRegistry::instance().find_schema(node.domain, node.op_type);
+    const OpSchema* schema = pg_.ops().find_schema(node.domain, node.op_type);
     if (schema == nullptr) return OG_ERROR(node.describe(), ": unsupported op");
     OG_ASSIGN_OR_RETURN(NodeInputs in, resolve_inputs(node, *schema));
     InferContext infer{node, in.infos, in.values, {}};
     infer.outputs.resize(node.outputs.size());
     OG_RETURN_IF_ERROR(schema->infer_shapes(infer));
     if (in.all_known && should_evaluate_now(node, infer)) return evaluate_now(node, in.slots);
-    return add_step(node, *schema, in, infer);
+    return add_step(node, *schema, std::move(in), infer);
   }
 
-  Status add_step(const Node& node, const OpSchema& schema, const NodeInputs& in, const InferContext& infer) {
-    OG_ASSIGN_OR_RETURN(const KernelDef* def, OpRegistry::instance().find_kernel(node, DeviceType::kCpu, in.dtypes));
-    PlanStep step;
-    step.node = &node;
-    step.kernel = def->create(node);
-    step.inputs = in.slots;
-    const int step_index = static_cast<int>(plan_.steps_.size());
+  // A node's kernel, prepared, and the device it runs on.
+  struct Placed {
+    DeviceType device = DeviceType::kCpu;
+    std::unique_ptr<OpKernel> kernel;
+    size_t workspace_bytes = 0;
+  };
+
+  // With an accelerator, a node runs there when a kernel is registered for it there and accepts
+  // the node in prepare() (a CUDA kernel may lack a head size or an option the CPU one has); else
+  // on the CPU. A view stays where the viewed bytes are (its kernel does nothing).
+  Result<Placed> place(const Node& node, const OpSchema& schema, const NodeInputs& in,
+                       const std::vector<const TensorInfo*>& outputs) {
+    const OpRegistry& registry = pg_.ops();
+    if (pg_.device != nullptr && schema.alias_input < 0) {
+      const DeviceType device = pg_.device->device().type;
+      auto def = registry.find_kernel(node, device, in.dtypes);
+      if (def.is_ok()) {
+        auto placed = prepare_kernel(**def, node, in, outputs);
+        if (placed.is_ok()) {
+          placed->device = device;
+          return placed;
+        }
+      }
+    }
+    OG_ASSIGN_OR_RETURN(const KernelDef* def, registry.find_kernel(node, DeviceType::kCpu, in.dtypes));
+    OG_ASSIGN_OR_RETURN(Placed placed, prepare_kernel(*def, node, in, outputs));
+    const auto alias = static_cast<size_t>(schema.alias_input);
+    if (schema.alias_input >= 0 && alias < in.slots.size() && in.slots[alias] >= 0) {
+      placed.device = plan_.slots_[static_cast<size_t>(in.slots[alias])].device;
+    }
+    return placed;
+  }
+
+  Result<Placed> prepare_kernel(const KernelDef& def, const Node& node, const NodeInputs& in,
+                                const std::vector<const TensorInfo*>& outputs) {
+    Placed placed;
+    placed.kernel = def.create(node);
+    PrepareContext prepare{node, in.infos, in.values, outputs, 0, pool_, pg_.constants};
+    OG_RETURN_IF_ERROR(placed.kernel->prepare(prepare));
+    placed.workspace_bytes = prepare.workspace_bytes;
+    return placed;
+  }
+
+  Status add_step(const Node& node, const OpSchema& schema, NodeInputs in, const InferContext& infer) {
+    std::vector<int> outputs;
     std::vector<const TensorInfo*> out_infos;
     for (size_t i = 0; i < node.outputs.size(); ++i) {
       int s = -1;
@@ -172,13 +234,26 @@ class ExecutionPlan::Builder {
         s = new_slot(view ? PlanSlot::Kind::kView : PlanSlot::Kind::kArena, *infer.outputs[i], node.outputs[i]);
         if (view) plan_.slots_[static_cast<size_t>(s)].index = in.slots[static_cast<size_t>(schema.alias_input)];
       }
-      step.outputs.push_back(s);
+      outputs.push_back(s);
       out_infos.push_back(s >= 0 ? &plan_.slots_[static_cast<size_t>(s)].info : nullptr);
     }
-    PrepareContext prepare{node, in.infos, in.values, out_infos, 0, pool_, pg_.constants};
-    OG_RETURN_IF_ERROR(step.kernel->prepare(prepare));
-    if (prepare.workspace_bytes > 0) {
-      workspace_requests_.push_back({static_cast<int64_t>(prepare.workspace_bytes), step_index, step_index});
+    OG_ASSIGN_OR_RETURN(Placed placed, place(node, schema, in, out_infos));
+    if (schema.alias_input < 0) OG_RETURN_IF_ERROR(move_inputs(node, placed.device, in));
+    const int step_index = static_cast<int>(plan_.steps_.size());  // after the transfers move_inputs added
+    for (int s : outputs) {
+      if (s < 0) continue;
+      plan_.slots_[static_cast<size_t>(s)].device = placed.device;
+      first_step_[static_cast<size_t>(s)] = last_step_[static_cast<size_t>(s)] = step_index;
+    }
+    PlanStep step;
+    step.node = &node;
+    step.kernel = std::move(placed.kernel);
+    step.inputs = in.slots;
+    step.outputs = std::move(outputs);
+    step.device = placed.device;
+    step.sync_before = placed.device == DeviceType::kCpu && reads_unsynced(in.slots);
+    if (placed.workspace_bytes > 0) {
+      workspace_requests_.push_back({static_cast<int64_t>(placed.workspace_bytes), step_index, step_index});
       workspace_steps_.push_back(step_index);
     }
     for (int s : in.slots) {
@@ -186,6 +261,67 @@ class ExecutionPlan::Builder {
     }
     plan_.steps_.push_back(std::move(step));
     return Status::ok();
+  }
+
+  // Points the node's inputs at copies on `device` where they live on the other side.
+  Status move_inputs(const Node& node, DeviceType device, NodeInputs& in) {
+    for (size_t i = 0; i < in.slots.size(); ++i) {
+      if (in.slots[i] < 0) continue;
+      OG_ASSIGN_OR_RETURN(in.slots[i], on_device(in.slots[i], device, node));
+      in.infos[i] = &plan_.slots_[static_cast<size_t>(in.slots[i])].info;
+    }
+    return Status::ok();
+  }
+
+  // `slot`'s bytes on `device`: the slot itself, its copy made for an earlier reader, an uploaded
+  // constant, or a new copy made by a transfer step before the step being added.
+  Result<int> on_device(int slot, DeviceType device, const Node& reader) {
+    const PlanSlot& source = plan_.slots_[static_cast<size_t>(slot)];
+    if (source.device == device) return slot;
+    if (auto it = moved_.find({slot, device}); it != moved_.end()) return it->second;
+    const TensorInfo info = source.info;
+    int copy = -1;
+    if (source.kind == PlanSlot::Kind::kConstant && device != DeviceType::kCpu) {
+      copy = new_slot(PlanSlot::Kind::kConstant, info, nullptr, device);
+      PlanSlot& uploaded = plan_.slots_[static_cast<size_t>(copy)];
+      uploaded.constant = source.constant;
+      if (initializer_slots_.count(slot)) {
+        OG_ASSIGN_OR_RETURN(uploaded.device_constant, pg_.device->constant(*source.constant));
+      } else {
+        OG_ASSIGN_OR_RETURN(std::shared_ptr<void> bytes, pg_.device->upload(*source.constant));
+        uploaded.device_constant = bytes.get();
+        plan_.device_values_.push_back(std::move(bytes));
+      }
+    } else {
+      copy = add_transfer(slot, device, reader);
+    }
+    moved_[{slot, device}] = copy;
+    return copy;
+  }
+
+  int add_transfer(int slot, DeviceType device, const Node& reader) {
+    const TensorInfo info = plan_.slots_[static_cast<size_t>(slot)].info;
+    const int copy = new_slot(PlanSlot::Kind::kArena, info, nullptr, device);
+    const bool to_device = device != DeviceType::kCpu;
+    PlanStep step;
+    step.node = &reader;
+    step.kernel = std::make_unique<TransferKernel>(*pg_.device, to_device,
+                                                   static_cast<size_t>(dtype_storage_bytes(info.dtype, info.shape.numel())));
+    step.inputs = {slot};
+    step.outputs = {copy};
+    step.device = pg_.device->device().type;
+    mark_read(slot, static_cast<int>(plan_.steps_.size()));
+    plan_.steps_.push_back(std::move(step));
+    ++plan_.transfers_;
+    if (!to_device) unsynced_.insert(copy);
+    return copy;
+  }
+
+  // True (and forgets them) when a CPU step reads a copy from the device not yet waited for.
+  bool reads_unsynced(const std::vector<int>& slots) {
+    const bool reads = std::any_of(slots.begin(), slots.end(), [&](int s) { return s >= 0 && unsynced_.count(root(s)); });
+    if (reads) unsynced_.clear();  // one wait covers every copy queued so far
+    return reads;
   }
 
   bool should_evaluate_now(const Node& node, const InferContext& infer) const {
@@ -219,16 +355,23 @@ class ExecutionPlan::Builder {
     return Status::ok();
   }
 
-  Status bind_outputs(const Graph& g) {
+  Status bind_outputs(const Graph& g, const std::vector<DeviceType>& output_devices) {
     for (size_t i = 0; i < g.outputs.size(); ++i) {
-      Node reader;
+      Node& reader = plan_.output_readers_.emplace_back();
       reader.op_type = "graph output";
       reader.name = g.outputs[i]->name;
       OG_ASSIGN_OR_RETURN(int s, slot_for(g.outputs[i], reader));
+      const DeviceType device = i < output_devices.size() ? output_devices[i] : DeviceType::kCpu;
+      if (plan_.slots_[static_cast<size_t>(s)].device != device) {
+        if (device != DeviceType::kCpu && (pg_.device == nullptr || pg_.device->device().type != device)) {
+          return OG_ERROR("output '", g.outputs[i]->name, "' was asked for on a device this session does not use");
+        }
+        OG_ASSIGN_OR_RETURN(s, on_device(s, device, reader));
+      }
       PlanSlot& slot = plan_.slots_[static_cast<size_t>(s)];
       plan_.output_infos_.push_back(slot.info);
       plan_.output_slots_.push_back(s);
-      if (slot.kind == PlanSlot::Kind::kArena) {
+      if (slot.kind == PlanSlot::Kind::kArena && !is_output_slot(s)) {
         // The producing kernel writes straight into the caller's output tensor.
         slot.kind = PlanSlot::Kind::kOutput;
         slot.index = static_cast<int>(i);
@@ -240,24 +383,33 @@ class ExecutionPlan::Builder {
     return Status::ok();
   }
 
+  bool is_output_slot(int s) const { return plan_.slots_[static_cast<size_t>(s)].kind == PlanSlot::Kind::kOutput; }
+
+  // One memory plan per side: host slots and workspaces in the host arena, device ones in the
+  // device arena.
   void plan_memory_layout() {
+    plan_.memory_ = plan_side(DeviceType::kCpu);
+    if (pg_.device != nullptr) plan_.device_memory_ = plan_side(pg_.device->device().type);
+  }
+
+  MemoryPlan plan_side(DeviceType device) {
     std::vector<BufferRequest> requests;
-    std::vector<int> request_slot;
+    std::vector<int64_t*> offsets;  // where each request's offset goes
     for (size_t s = 0; s < plan_.slots_.size(); ++s) {
-      if (plan_.slots_[s].kind != PlanSlot::Kind::kArena) continue;
-      const TensorInfo& info = plan_.slots_[s].info;
-      requests.push_back({dtype_storage_bytes(info.dtype, info.shape.numel()), first_step_[s], last_step_[s]});
-      request_slot.push_back(static_cast<int>(s));
-    }
-    const size_t num_slot_requests = requests.size();
-    requests.insert(requests.end(), workspace_requests_.begin(), workspace_requests_.end());
-    plan_.memory_ = plan_memory(requests);
-    for (size_t r = 0; r < num_slot_requests; ++r) {
-      plan_.slots_[static_cast<size_t>(request_slot[r])].offset = plan_.memory_.offsets[r];
+      PlanSlot& slot = plan_.slots_[s];
+      if (slot.kind != PlanSlot::Kind::kArena || slot.device != device) continue;
+      requests.push_back({dtype_storage_bytes(slot.info.dtype, slot.info.shape.numel()), first_step_[s], last_step_[s]});
+      offsets.push_back(&slot.offset);
     }
     for (size_t w = 0; w < workspace_steps_.size(); ++w) {
-      plan_.steps_[static_cast<size_t>(workspace_steps_[w])].workspace_offset = plan_.memory_.offsets[num_slot_requests + w];
+      PlanStep& step = plan_.steps_[static_cast<size_t>(workspace_steps_[w])];
+      if (step.device != device) continue;
+      requests.push_back(workspace_requests_[w]);
+      offsets.push_back(&step.workspace_offset);
     }
+    MemoryPlan memory = plan_memory(requests);
+    for (size_t r = 0; r < requests.size(); ++r) *offsets[r] = memory.offsets[r];
+    return memory;
   }
 
   ExecutionPlan& plan_;
@@ -268,41 +420,54 @@ class ExecutionPlan::Builder {
   std::vector<int> first_step_, last_step_;
   std::vector<BufferRequest> workspace_requests_;
   std::vector<int> workspace_steps_;
+  std::set<int> initializer_slots_;               // constant slots holding an initializer
+  std::map<std::pair<int, DeviceType>, int> moved_;  // (slot, device) -> its copy there
+  std::set<int> unsynced_;                        // copies from the device no CPU step has waited for
 };
 
 Result<std::unique_ptr<ExecutionPlan>> ExecutionPlan::compile(const PlannerGraph& pg, const std::vector<Tensor>& inputs,
+                                                              const std::vector<DeviceType>& output_devices,
                                                               ThreadPool* pool) {
   auto plan = std::unique_ptr<ExecutionPlan>(new ExecutionPlan());
+  plan->device_ = pg.device;
   Builder builder(*plan, pg, pool);
-  OG_RETURN_IF_ERROR(builder.build(inputs));
+  OG_RETURN_IF_ERROR(builder.build(inputs, output_devices));
+  const auto view_of = [&](int s) {
+    return s >= 0 ? KernelTensor{plan->slots_[static_cast<size_t>(s)].info.dtype,
+                                 &plan->slots_[static_cast<size_t>(s)].info.shape, nullptr}
+                  : KernelTensor{};
+  };
   for (PlanStep& step : plan->steps_) {
-    for (int s : step.inputs) {
-      step.input_views.push_back(s >= 0 ? KernelTensor{plan->slots_[static_cast<size_t>(s)].info.dtype,
-                                                       &plan->slots_[static_cast<size_t>(s)].info.shape, nullptr}
-                                        : KernelTensor{});
-    }
-    for (int s : step.outputs) {
-      step.output_views.push_back(s >= 0 ? KernelTensor{plan->slots_[static_cast<size_t>(s)].info.dtype,
-                                                        &plan->slots_[static_cast<size_t>(s)].info.shape, nullptr}
-                                         : KernelTensor{});
-    }
+    for (int s : step.inputs) step.input_views.push_back(view_of(s));
+    for (int s : step.outputs) step.output_views.push_back(view_of(s));
+    if (step.device != DeviceType::kCpu) ++plan->device_steps_;
   }
+  plan->device_steps_ -= plan->transfers_;  // the transfers were counted above: kernels only
   return plan;
 }
 
-Status ExecutionPlan::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs, void* arena,
-                          ThreadPool* pool) {
-  auto* base = static_cast<uint8_t*>(arena);
+void ExecutionPlan::bind_slots(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs,
+                               const PlanArenas& arenas) {
   for (size_t s = 0; s < slots_.size(); ++s) {
     const PlanSlot& slot = slots_[s];
+    auto* base = static_cast<uint8_t*>(slot.device == DeviceType::kCpu ? arenas.host : arenas.device);
     switch (slot.kind) {
       case PlanSlot::Kind::kInput: slot_data_[s] = const_cast<void*>(inputs[static_cast<size_t>(slot.index)].raw()); break;
-      case PlanSlot::Kind::kConstant: slot_data_[s] = const_cast<void*>(slot.constant->raw()); break;
+      case PlanSlot::Kind::kConstant:
+        slot_data_[s] = const_cast<void*>(slot.device_constant != nullptr ? slot.device_constant : slot.constant->raw());
+        break;
       case PlanSlot::Kind::kArena: slot_data_[s] = base + slot.offset; break;
       case PlanSlot::Kind::kOutput: slot_data_[s] = outputs[static_cast<size_t>(slot.index)].raw(); break;
       case PlanSlot::Kind::kView: slot_data_[s] = slot_data_[static_cast<size_t>(slot.index)]; break;
     }
   }
+}
+
+Status ExecutionPlan::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs, const PlanArenas& arenas,
+                          ThreadPool* pool) {
+  if (device_ != nullptr) OG_RETURN_IF_ERROR(device_->activate());
+  bind_slots(inputs, outputs, arenas);
+  void* stream = device_ != nullptr ? device_->stream() : nullptr;
   for (PlanStep& step : steps_) {
     for (size_t i = 0; i < step.inputs.size(); ++i) {
       if (step.inputs[i] >= 0) step.input_views[i].data = slot_data_[static_cast<size_t>(step.inputs[i])];
@@ -310,15 +475,29 @@ Status ExecutionPlan::run(const std::vector<Tensor>& inputs, std::vector<Tensor>
     for (size_t i = 0; i < step.outputs.size(); ++i) {
       if (step.outputs[i] >= 0) step.output_views[i].data = slot_data_[static_cast<size_t>(step.outputs[i])];
     }
-    KernelContext ctx{step.input_views, step.output_views, step.workspace_offset >= 0 ? base + step.workspace_offset : nullptr,
-                      pool};
+    if (step.sync_before) OG_RETURN_IF_ERROR(device_->synchronize().with_context(step.node->describe()));
+    auto* base = static_cast<uint8_t*>(step.device == DeviceType::kCpu ? arenas.host : arenas.device);
+    KernelContext ctx{step.input_views, step.output_views,
+                      step.workspace_offset >= 0 ? base + step.workspace_offset : nullptr, pool, stream};
     Status status = step.kernel->run(ctx);
     if (!status.is_ok()) return status.with_context(step.node->describe());
   }
+  // Host outputs are complete, and a device fault is this run's error, when run() returns.
+  const bool on_device = device_ != nullptr && device_steps_ + transfers_ > 0;
+  if (on_device) OG_RETURN_IF_ERROR(device_->synchronize().with_context("running the plan"));
+  bool queued = false;
   for (const auto& [slot, index] : output_copies_) {
     Tensor& out = outputs[static_cast<size_t>(index)];
-    if (out.nbytes() > 0) std::memcpy(out.raw(), slot_data_[static_cast<size_t>(slot)], static_cast<size_t>(out.nbytes()));
+    const auto bytes = static_cast<size_t>(out.nbytes());
+    if (bytes == 0) continue;
+    if (out.device().type == DeviceType::kCpu) {
+      std::memcpy(out.raw(), slot_data_[static_cast<size_t>(slot)], bytes);
+    } else {
+      OG_RETURN_IF_ERROR(device_->copy_on_device(out.raw(), slot_data_[static_cast<size_t>(slot)], bytes));
+      queued = true;
+    }
   }
+  if (queued) OG_RETURN_IF_ERROR(device_->synchronize().with_context("copying the outputs"));
   return Status::ok();
 }
 

@@ -4,13 +4,21 @@
 // static memory plan. Running only patches data pointers and calls kernels in order.
 //
 //   slots: every tensor the plan touches     steps: kernels in topological order
-//   ┌────────┬──────────────────────────┐    ┌──────┬────────────┬─────────────┐
-//   │ input  │ caller's buffer          │    │ node │ in slots   │ out slots   │
-//   │ const  │ initializer / plan value │    └──────┴────────────┴─────────────┘
+//   ┌────────┬──────────────────────────┐    ┌──────┬────────────┬─────────────┬────────┐
+//   │ input  │ caller's buffer          │    │ node │ in slots   │ out slots   │ device │
+//   │ const  │ initializer / plan value │    └──────┴────────────┴─────────────┴────────┘
 //   │ arena  │ base + planned offset    │
 //   │ output │ caller's output tensor   │
 //   │ view   │ another slot's bytes     │
 //   └────────┴──────────────────────────┘
+//
+// On an accelerator (PlannerGraph::device), a node runs there when a kernel for that device
+// accepts it, else on the CPU. A slot lives on one device; where a step reads a slot from the
+// other side, the plan copies it once (a transfer step, queued on the device's stream) and later
+// readers share the copy. Initializers are uploaded once per session; every slot on the device
+// gets its bytes from a second arena in device memory, planned the same way. A CPU step that
+// reads bytes copied from the device waits for the stream first; a run ends with the stream
+// drained, so host outputs are complete when run() returns.
 #pragma once
 
 #include <deque>
@@ -22,6 +30,7 @@
 
 #include "graph/graph.h"
 #include "ops/op.h"
+#include "runtime/execution_device.h"
 #include "runtime/memory_planner.h"
 
 namespace onnx_genai {
@@ -35,6 +44,8 @@ struct PlanSlot {
   int index = -1;        // kInput: graph input index; kOutput: graph output index; kView: viewed slot
   int64_t offset = 0;    // kArena
   const Tensor* constant = nullptr;  // kConstant
+  DeviceType device = DeviceType::kCpu;
+  const void* device_constant = nullptr;  // kConstant on the device: its uploaded bytes
 };
 
 struct PlanStep {
@@ -42,7 +53,9 @@ struct PlanStep {
   std::unique_ptr<OpKernel> kernel;
   std::vector<int> inputs;   // slot indices, -1 for omitted
   std::vector<int> outputs;  // slot indices, -1 for omitted
-  int64_t workspace_offset = -1;
+  int64_t workspace_offset = -1;  // in the arena of the step's device
+  DeviceType device = DeviceType::kCpu;
+  bool sync_before = false;  // a CPU step reading bytes a transfer copied from the device
   // Views handed to the kernel; data pointers are patched before each run.
   std::vector<KernelTensor> input_views;
   std::vector<KernelTensor> output_views;
@@ -54,27 +67,43 @@ struct PlannerGraph {
   std::vector<bool> value_keyed_inputs;  // per graph input: its value is part of the plan key
   std::set<const Value*> needed_at_plan_time;  // values some node reads to decide a shape
   PreparedConstants* constants = nullptr;      // the session's, shared by its plans
+  ExecutionDevice* device = nullptr;           // the session's accelerator; null: CPU only
+  const OpRegistry* registry = nullptr;        // schemas and kernels; null: the built-in ones
+  const OpRegistry& ops() const { return registry != nullptr ? *registry : OpRegistry::instance(); }
+};
+
+// Where a run's intermediates live: the host arena and, with an accelerator, the device arena.
+struct PlanArenas {
+  void* host = nullptr;
+  void* device = nullptr;
 };
 
 class ExecutionPlan {
  public:
-  // `inputs[i]` is graph input i as bound for this run (shapes/dtypes and, for value-keyed
-  // inputs, the values that are baked into the plan).
+  // `inputs[i]` is graph input i as bound for this run (shapes/dtypes, device and, for value-keyed
+  // inputs, the values that are baked into the plan); output i is written on `output_devices[i]`
+  // (all on the CPU when empty).
   static Result<std::unique_ptr<ExecutionPlan>> compile(const PlannerGraph& pg, const std::vector<Tensor>& inputs,
+                                                        const std::vector<DeviceType>& output_devices,
                                                         ThreadPool* pool);
 
-  // Runs with the arena at `arena` (at least arena_bytes(), 64-byte aligned). `outputs` must
-  // already be allocated with output_infos() shapes.
-  Status run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs, void* arena, ThreadPool* pool);
+  // Runs with the arenas (at least arena_bytes() and device_arena_bytes(), aligned). `outputs`
+  // must already be allocated with output_infos() shapes on the compiled output devices.
+  Status run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs, const PlanArenas& arenas,
+             ThreadPool* pool);
 
   int64_t arena_bytes() const { return memory_.arena_bytes; }
+  int64_t device_arena_bytes() const { return device_memory_.arena_bytes; }
   const MemoryPlan& memory() const { return memory_; }
+  size_t num_device_steps() const { return device_steps_; }
+  size_t num_transfers() const { return transfers_; }
   const std::vector<TensorInfo>& output_infos() const { return output_infos_; }
   size_t num_steps() const { return steps_.size(); }
   size_t num_plan_time_nodes() const { return plan_time_nodes_; }
 
  private:
   class Builder;
+  void bind_slots(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs, const PlanArenas& arenas);
   std::deque<PlanSlot> slots_;  // a deque: kernels may keep pointers to slot infos from prepare()
   std::vector<PlanStep> steps_;
   std::vector<int> output_slots_;
@@ -83,8 +112,12 @@ class ExecutionPlan {
   // a constant, a value listed twice): copied after the last step.
   std::vector<std::pair<int, int>> output_copies_;  // (slot, output index)
   std::vector<std::unique_ptr<Tensor>> plan_values_;  // tensors evaluated while planning
+  std::deque<Node> output_readers_;  // stand-in nodes naming graph outputs in transfer errors
+  std::vector<std::shared_ptr<void>> device_values_;  // plan values uploaded to the device
   std::vector<void*> slot_data_;                      // scratch, sized once
-  MemoryPlan memory_;
+  ExecutionDevice* device_ = nullptr;
+  MemoryPlan memory_, device_memory_;
+  size_t device_steps_ = 0, transfers_ = 0;
   size_t plan_time_nodes_ = 0;
 };
 

@@ -7,6 +7,7 @@
 
 #include "core/thread_pool.h"
 #include "onnx/model.h"
+#include "runtime/execution_device.h"
 #include "runtime/graph_passes.h"
 #include "runtime/plan.h"
 
@@ -31,8 +32,28 @@ IoInfo io_info(const Value& v) {
   return info;
 }
 
-struct AlignedFree {
-  void operator()(void* p) const { std::free(p); }
+// An arena that grows to the largest plan's need, from one allocator.
+class Arena {
+ public:
+  void* data() const { return data_.get(); }
+  int64_t bytes() const { return bytes_; }
+  Status reserve(Allocator& allocator, int64_t bytes) {
+    if (bytes <= bytes_) return Status::ok();
+    const int64_t rounded = (bytes + 255) / 256 * 256;
+    data_.reset();  // the old arena goes first: both need not fit at once
+    void* p = allocator.allocate(static_cast<size_t>(rounded));
+    if (p == nullptr) {
+      bytes_ = 0;
+      return OG_ERROR("out of memory reserving a ", bytes, "-byte activation arena on ", allocator.device().to_string());
+    }
+    data_ = std::shared_ptr<void>(p, [&allocator](void* q) { allocator.deallocate(q); });
+    bytes_ = rounded;
+    return Status::ok();
+  }
+
+ private:
+  std::shared_ptr<void> data_;
+  int64_t bytes_ = 0;
 };
 
 }  // namespace
@@ -41,6 +62,7 @@ struct Session::Impl {
   std::shared_ptr<Model> model;
   SessionOptions options;
   std::unique_ptr<ThreadPool> pool;
+  std::unique_ptr<ExecutionDevice> device;  // before the plans, which use it
   PreparedConstants constants;  // before planner_graph, which points at it
   PlannerGraph planner_graph;
   std::vector<IoInfo> inputs, outputs;
@@ -53,15 +75,18 @@ struct Session::Impl {
   };
   std::unordered_map<std::string, CacheEntry> plans;
   std::list<std::string> lru;  // front = most recently used
-  std::unique_ptr<uint8_t, AlignedFree> arena;
-  int64_t arena_size = 0;
+  Arena arena, device_arena;
+  std::vector<DeviceType> output_devices;  // reused: where this run's outputs go
   std::string key;  // reused buffer for the plan key
   std::vector<std::pair<std::string_view, int64_t>> symbol_values;  // reused while binding
 
   Status validate_inputs(const std::vector<Tensor>& given);
   void build_key(const std::vector<Tensor>& given);
   Result<ExecutionPlan*> plan_for(const std::vector<Tensor>& given);
-  Status ensure_arena(int64_t bytes);
+  Status ensure_arenas(const ExecutionPlan& plan);
+  Allocator& allocator_for(DeviceType device) const {
+    return device == DeviceType::kCpu || !this->device ? cpu_allocator() : this->device->allocator();
+  }
 };
 
 Status Session::Impl::validate_inputs(const std::vector<Tensor>& given) {
@@ -73,7 +98,10 @@ Status Session::Impl::validate_inputs(const std::vector<Tensor>& given) {
     const IoInfo& want = inputs[i];
     const Tensor& t = given[i];
     if (!t.defined()) return OG_ERROR("input '", want.name, "' is missing");
-    if (t.device().type != DeviceType::kCpu) return OG_ERROR("input '", want.name, "' must be a CPU tensor");
+    if (t.device().type != DeviceType::kCpu && (!device || t.device() != device->device())) {
+      return OG_ERROR("input '", want.name, "' is on ", t.device().to_string(), "; this session runs on ",
+                      device ? device->device().to_string() : "cpu", " and takes CPU tensors or tensors there");
+    }
     if (want.dtype != DType::kUndefined && t.dtype() != want.dtype) {
       return OG_ERROR("input '", want.name, "' has dtype ", dtype_name(t.dtype()), ", the model expects ",
                       dtype_name(want.dtype));
@@ -107,22 +135,24 @@ void Session::Impl::build_key(const std::vector<Tensor>& given) {
   auto put = [&](int64_t v) { key.append(reinterpret_cast<const char*>(&v), sizeof v); };
   for (size_t i = 0; i < given.size(); ++i) {
     put(static_cast<int64_t>(given[i].dtype()));
+    put(static_cast<int64_t>(given[i].device().type));
     put(given[i].rank());
     for (int64_t d : given[i].shape().dims()) put(d);
     if (planner_graph.value_keyed_inputs[i]) {
       key.append(static_cast<const char*>(given[i].raw()), static_cast<size_t>(given[i].nbytes()));
     }
   }
+  for (DeviceType d : output_devices) put(static_cast<int64_t>(d));
 }
 
-Status Session::Impl::ensure_arena(int64_t bytes) {
-  if (bytes <= arena_size) return Status::ok();
-  const size_t rounded = static_cast<size_t>((bytes + 63) / 64 * 64);
-  void* p = std::aligned_alloc(64, rounded);
-  if (p == nullptr) return OG_ERROR("out of memory reserving a ", bytes, "-byte activation arena");
-  arena.reset(static_cast<uint8_t*>(p));
-  arena_size = static_cast<int64_t>(rounded);
-  stats.arena_bytes = arena_size;
+Status Session::Impl::ensure_arenas(const ExecutionPlan& plan) {
+  OG_RETURN_IF_ERROR(arena.reserve(cpu_allocator(), plan.arena_bytes()));
+  stats.arena_bytes = arena.bytes();
+  if (device) {
+    Status reserved = device_arena.reserve(device->allocator(), plan.device_arena_bytes());
+    if (!reserved.is_ok()) return OG_ERROR(reserved.message(), " (", device->free_bytes(), " bytes free)");
+    stats.device_arena_bytes = device_arena.bytes();
+  }
   return Status::ok();
 }
 
@@ -140,8 +170,9 @@ Result<ExecutionPlan*> Session::Impl::plan_for(const std::vector<Tensor>& given)
     ++stats.plan_cache_hits;
     return it->second.plan.get();
   }
-  OG_ASSIGN_OR_RETURN(std::unique_ptr<ExecutionPlan> plan, ExecutionPlan::compile(planner_graph, given, pool.get()));
-  OG_RETURN_IF_ERROR(ensure_arena(plan->arena_bytes()));
+  OG_ASSIGN_OR_RETURN(std::unique_ptr<ExecutionPlan> plan,
+                      ExecutionPlan::compile(planner_graph, given, output_devices, pool.get()));
+  OG_RETURN_IF_ERROR(ensure_arenas(*plan));
   ++stats.plans_compiled;
   if (plans.size() >= std::max<size_t>(1, options.max_cached_plans)) {
     plans.erase(lru.back());
@@ -165,6 +196,9 @@ Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<Model> model, c
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   impl->pool = std::make_unique<ThreadPool>(options.num_threads);
+  if (options.device.type != DeviceType::kCpu) {
+    OG_ASSIGN_OR_RETURN(impl->device, open_execution_device(options.device));
+  }
   Graph& graph = *model->graph;
   const std::string where = "preparing '" + model->path + "'";
   Status supported = infer_types_and_check_support(graph);
@@ -179,6 +213,7 @@ Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<Model> model, c
   PlanTimeValues plan_time = find_plan_time_values(graph);
   impl->planner_graph.graph = &graph;
   impl->planner_graph.constants = &impl->constants;
+  impl->planner_graph.device = impl->device.get();
   impl->planner_graph.needed_at_plan_time = std::move(plan_time.values);
   for (const Value* in : graph.inputs) {
     impl->planner_graph.value_keyed_inputs.push_back(plan_time.graph_inputs.count(in) != 0);
@@ -196,27 +231,37 @@ SessionStats Session::stats() const {
   return impl_->stats;
 }
 int Session::num_threads() const { return impl_->pool->num_threads(); }
+Device Session::device() const { return impl_->device ? impl_->device->device() : Device::cpu(); }
+Allocator& Session::allocator() const { return impl_->allocator_for(device().type); }
 
 Status Session::run_into(const std::vector<Tensor>& given, std::vector<Tensor>& outputs) {
   Impl& s = *impl_;
   std::lock_guard lock(s.mutex);
   OG_RETURN_IF_ERROR(s.validate_inputs(given));
+  s.output_devices.assign(s.outputs.size(), DeviceType::kCpu);
+  for (size_t i = 0; i < std::min(outputs.size(), s.outputs.size()); ++i) {
+    if (outputs[i].defined() && s.device && outputs[i].device() == s.device->device()) {
+      s.output_devices[i] = outputs[i].device().type;
+    }
+  }
   OG_ASSIGN_OR_RETURN(ExecutionPlan* plan, s.plan_for(given));
   const std::vector<TensorInfo>& infos = plan->output_infos();
   outputs.resize(infos.size());
   for (size_t i = 0; i < infos.size(); ++i) {
     Tensor& out = outputs[i];
     if (out.defined() && out.dtype() == infos[i].dtype && out.shape() == infos[i].shape &&
-        out.device().type == DeviceType::kCpu) {
+        out.device().type == s.output_devices[i]) {
       continue;
     }
-    OG_ASSIGN_OR_RETURN(out, Tensor::allocate(infos[i].dtype, infos[i].shape));
+    OG_ASSIGN_OR_RETURN(out, Tensor::allocate(infos[i].dtype, infos[i].shape, s.allocator_for(s.output_devices[i])));
   }
-  OG_RETURN_IF_ERROR(plan->run(given, outputs, s.arena.get(), s.pool.get()));
+  OG_RETURN_IF_ERROR(plan->run(given, outputs, {s.arena.data(), s.device_arena.data()}, s.pool.get()));
   ++s.stats.runs;
   s.stats.last_plan_arena_bytes = plan->memory().arena_bytes;
   s.stats.last_plan_requested_bytes = plan->memory().requested_bytes;
   s.stats.last_plan_steps = static_cast<int64_t>(plan->num_steps());
+  s.stats.last_plan_device_steps = static_cast<int64_t>(plan->num_device_steps());
+  s.stats.last_plan_transfers = static_cast<int64_t>(plan->num_transfers());
   return Status::ok();
 }
 

@@ -87,7 +87,7 @@ std::string reproduce_command(const std::string& op, const std::string& case_nam
 
 Result<std::vector<CaseSpec>> generate_cases(const std::string& op, const std::set<std::string>& only,
                                              const fs::path& dir) {
-  const std::string script = std::string(OG_SOURCE_DIR) + "/tests/differential/cases.py";
+  const std::string script = testing::source_dir() + "/tests/differential/cases.py";
   std::string command = "/usr/bin/python3 -B " + testing::shell_quote(script) + " " + testing::shell_quote(dir.string()) +
                         " --op " + op;
   for (const std::string& c : only) command += " --case " + testing::shell_quote(c);

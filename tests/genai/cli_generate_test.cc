@@ -138,6 +138,10 @@ TEST_F(CliGenerate, BadInputExitsTwoWithOneLine) {
   expect_bad_input(model + " --prompt \"$(printf 'ab\\377')\"", "the prompt is not valid UTF-8 (byte 2)");
   expect_bad_input(model + " --prompt hi --system x", "--system needs --chat");
   expect_bad_input(model, "generator: prompt 0 is empty");  // stdin is /dev/null
+  expect_bad_input(model + " --prompt hi --device tpu", "--device: device 'tpu': expected cpu, cuda or cuda:N");
+  // A GPU this process cannot use: the reason, naming the device (the CUDA build's tests cover
+  // the device itself; this machine may have none, or no CUDA in the build).
+  expect_bad_input(model + " --prompt hi --device cuda:7", "cuda:7");
 
   const fs::path empty = local_.path() / "empty_model";
   fs::create_directory(empty);

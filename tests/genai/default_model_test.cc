@@ -31,7 +31,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::shell_quote;
 
-const fs::path kPackage = fs::path(OG_SOURCE_DIR) / "models" / "debian-prose-11m";
+const fs::path kPackage = fs::path(testing::source_dir()) / "models" / "debian-prose-11m";
 constexpr int64_t kWindow = 512, kStride = 256;
 constexpr int kLockedTokens = 64;
 
@@ -56,10 +56,10 @@ Result<fs::path> fp16_variant() {
   const fs::path binary_dir = fs::read_symlink("/proc/self/exe", ec).parent_path();
   if (ec) return OG_ERROR("cannot find the test binary's folder: ", ec.message());
   const fs::path target = binary_dir / "default_model_fp16";
-  const fs::path script = fs::path(OG_SOURCE_DIR) / "tools" / "train" / "export_default.sh";
+  const fs::path script = fs::path(testing::source_dir()) / "tools" / "train" / "export_default.sh";
   const fs::file_time_type sources =
       newest_file_time({kPackage / "checkpoint", kPackage / "tokenizer.json", kPackage / "tokenizer_config.json",
-                        script, fs::path(OG_SOURCE_DIR) / "tools" / "build_model.py"});
+                        script, fs::path(testing::source_dir()) / "tools" / "build_model.py"});
   const auto up_to_date = [&] {
     std::error_code ignored;
     return fs::exists(target / "model.onnx", ignored) && fs::last_write_time(target / "model.onnx", ignored) >= sources;
@@ -162,7 +162,7 @@ Result<TorchPerplexity> torch_perplexity(const std::vector<int32_t>& tokens, con
   const fs::path ids = scratch / "valid_ids.json";
   std::ofstream(ids) << nlohmann::json(tokens).dump();
   const std::string command =
-      "/usr/bin/python3 " + shell_quote(std::string(OG_SOURCE_DIR) + "/tools/train/eval_ppl.py") +
+      "/usr/bin/python3 " + shell_quote(testing::source_dir() + "/tools/train/eval_ppl.py") +
       " --checkpoint " + shell_quote((kPackage / "checkpoint").string()) + " --token-ids " + shell_quote(ids.string()) +
       " --window " + std::to_string(kWindow) + " --stride " + std::to_string(kStride);
   OG_ASSIGN_OR_RETURN(testing::CommandResult run, testing::run_command(command, scratch));
@@ -252,7 +252,7 @@ TEST(DefaultModelTokenizer, TokenizerMatchesTransformersJs) {
   ASSERT_TRUE(scratch.valid());
   const fs::path texts_file = scratch.path() / "texts.json", out = scratch.path() / "reference.json";
   std::ofstream(texts_file) << nlohmann::json(texts).dump();
-  const std::string command = "node " + shell_quote(std::string(OG_SOURCE_DIR) + "/tests/oracle/tokenizer_texts.mjs") +
+  const std::string command = "node " + shell_quote(testing::source_dir() + "/tests/oracle/tokenizer_texts.mjs") +
                               " " + shell_quote(kPackage.string()) + " " + shell_quote(texts_file.string()) + " " +
                               shell_quote(out.string());
   const Status ran = testing::run_checked("tests/oracle/tokenizer_texts.mjs", command, scratch.path());

@@ -57,7 +57,7 @@ Result<Perplexity> ort_perplexity(const fs::path& model_dir, std::span<const int
                                   int64_t stride, const fs::path& scratch) {
   const fs::path file = scratch / "ort_tokens.json";
   std::ofstream(file) << nlohmann::json(std::vector<int32_t>(tokens.begin(), tokens.end())).dump();
-  const std::string command = "node " + shell_quote(std::string(OG_SOURCE_DIR) + "/tests/oracle/ort_ppl.mjs") + " " +
+  const std::string command = "node " + shell_quote(testing::source_dir() + "/tests/oracle/ort_ppl.mjs") + " " +
                               shell_quote(model_dir.string()) + " --tokens-file " + shell_quote(file.string()) +
                               " --window " + std::to_string(window) + " --stride " + std::to_string(stride);
   OG_ASSIGN_OR_RETURN(testing::CommandResult run, testing::run_command(command, scratch));

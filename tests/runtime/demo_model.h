@@ -15,7 +15,7 @@ inline constexpr int64_t kDemoVocab = 1000;
 
 // Runs the builder with Debian's python3-onnx/numpy into `dir`.
 inline Status build_demo_models(const std::filesystem::path& dir) {
-  const std::string command = "/usr/bin/python3 " + shell_quote(std::string(OG_SOURCE_DIR) + "/tools/build_demo_model.py") +
+  const std::string command = python() + " " + shell_quote(source_dir() + "/tools/build_demo_model.py") +
                               " " + shell_quote(dir.string());
   OG_ASSIGN_OR_RETURN(CommandResult run, run_command(command, dir.parent_path()));
   if (run.exit_code != 0) return OG_ERROR("tools/build_demo_model.py failed (exit ", run.exit_code, "): ", run.err);

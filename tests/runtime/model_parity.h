@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -35,9 +36,12 @@ struct ParityFixture {
   std::string padding;
 };
 
+// Test names show the fixture's name, not its bytes.
+inline void PrintTo(const ParityFixture& fixture, std::ostream* os) { *os << fixture.name; }
+
 // The exact command line that builds `fixture` into `out_dir` (also printed in test logs).
 inline std::string builder_command(const ParityFixture& fixture, const std::filesystem::path& out_dir) {
-  std::string command = "/usr/bin/python3 " + shell_quote(std::string(OG_SOURCE_DIR) + "/tools/build_model.py") +
+  std::string command = python() + " " + shell_quote(source_dir() + "/tools/build_model.py") +
                         " " + shell_quote(out_dir.string());
   for (const std::string& arg : fixture.builder_args) command += " " + shell_quote(arg);
   return command;
@@ -112,7 +116,7 @@ inline Result<DecodeTrace> trace_from_tensors(std::vector<NamedTensor> tensors, 
 inline Result<DecodeTrace> run_ort_decode(const std::filesystem::path& model_dir, const ParityFixture& fixture,
                                           const std::filesystem::path& scratch) {
   const std::filesystem::path out = scratch / (model_dir.filename().string() + "_ort");
-  const std::string script = std::string(OG_SOURCE_DIR) + "/tests/oracle/ort_decode.mjs";
+  const std::string script = source_dir() + "/tests/oracle/ort_decode.mjs";
   std::string command = "node " + shell_quote(script) + " " + shell_quote(model_dir.string()) + " " +
                         shell_quote(out.string()) + " --prompts " + shell_quote(prompts_json(fixture.prompts)) +
                         " --steps " + std::to_string(fixture.steps);
@@ -262,7 +266,7 @@ inline Result<std::vector<NamedTensor>> run_reference(const ParityFixture& fixtu
     file << prompts_json(sequences);
     if (!file) return OG_ERROR("cannot write ", tokens.string());
   }
-  std::string command = "/usr/bin/python3 " + shell_quote(std::string(OG_SOURCE_DIR) + "/tools/build_model.py") +
+  std::string command = python() + " " + shell_quote(source_dir() + "/tools/build_model.py") +
                         " --reference " + shell_quote(tokens.string()) +
                         " --reference-out " + shell_quote(out.string());
   for (const std::string& arg : fixture.builder_args) command += " " + shell_quote(arg);

@@ -45,6 +45,33 @@ class CudaAllocator final : public Allocator {
     DeviceScope scope(index_);
     (void)cudaFree(ptr);
   }
+  // Synchronous (cudaMemcpy2D on the legacy stream, which waits for nothing on the runtime's
+  // non-blocking streams: callers have none in flight, as the interface says). CUDA leaves
+  // overlapping copies undefined, so a move goes through a scratch buffer.
+  Status copy_rows(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t row_bytes,
+                   size_t rows) override {
+    if (rows == 0 || row_bytes == 0) return Status::ok();
+    DeviceScope scope(index_);
+    const auto* src_begin = static_cast<const char*>(src);
+    const auto* dst_begin = static_cast<const char*>(dst);
+    const bool overlap = dst_begin < src_begin + (rows - 1) * src_pitch + row_bytes &&
+                         src_begin < dst_begin + (rows - 1) * dst_pitch + row_bytes;
+    if (!overlap) {
+      return cuda_status(cudaMemcpy2D(dst, dst_pitch, src, src_pitch, row_bytes, rows, cudaMemcpyDeviceToDevice),
+                         "copy rows on device");
+    }
+    OG_ASSIGN_OR_RETURN(DeviceBuffer scratch, DeviceBuffer::allocate(row_bytes * rows, index_));
+    OG_RETURN_IF_ERROR(cuda_status(
+        cudaMemcpy2D(scratch.data(), row_bytes, src, src_pitch, row_bytes, rows, cudaMemcpyDeviceToDevice),
+        "copy rows on device"));
+    return cuda_status(
+        cudaMemcpy2D(dst, dst_pitch, scratch.data(), row_bytes, row_bytes, rows, cudaMemcpyDeviceToDevice),
+        "copy rows on device");
+  }
+  Status zero(void* dst, size_t bytes) override {
+    DeviceScope scope(index_);
+    return cuda_status(cudaMemset(dst, 0, bytes), "zero device memory");
+  }
 
  private:
   int index_;
@@ -105,6 +132,19 @@ Status copy_to_host(void* host_dst, const void* device_src, size_t bytes, void* 
 
 Status fill_bytes(void* device_dst, int byte_value, size_t bytes, void* stream) {
   return cuda_status(cudaMemsetAsync(device_dst, byte_value, bytes, as_stream(stream)), "fill device memory");
+}
+
+Status copy_on_device(void* device_dst, const void* device_src, size_t bytes, void* stream) {
+  return cuda_status(cudaMemcpyAsync(device_dst, device_src, bytes, cudaMemcpyDeviceToDevice, as_stream(stream)),
+                     "copy on device");
+}
+
+Status use_device(int index) { return cuda_status(cudaSetDevice(index), "cudaSetDevice"); }
+
+size_t free_device_bytes(int index) {
+  DeviceScope scope(index);
+  size_t free = 0, total = 0;
+  return scope.ok() && cudaMemGetInfo(&free, &total) == cudaSuccess ? free : 0;
 }
 
 }  // namespace onnx_genai::cuda

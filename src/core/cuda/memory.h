@@ -42,5 +42,11 @@ class DeviceBuffer {
 Status copy_to_device(void* device_dst, const void* host_src, size_t bytes, void* stream);
 Status copy_to_host(void* host_dst, const void* device_src, size_t bytes, void* stream);
 Status fill_bytes(void* device_dst, int byte_value, size_t bytes, void* stream);
+Status copy_on_device(void* device_dst, const void* device_src, size_t bytes, void* stream);
+
+// Makes `index` the calling thread's current device (kernels launch there).
+Status use_device(int index);
+// Bytes the driver reports free on device `index` (0 when it cannot say).
+size_t free_device_bytes(int index);
 
 }  // namespace onnx_genai::cuda

@@ -1,0 +1,47 @@
+// The accelerator a session runs on, as its plans see it: memory, one stream that every kernel and
+// copy of a run is queued on, copies between the host and the device, and constants uploaded once.
+// Host code needs no CUDA headers for any of it; a build without CUDA has no implementation and
+// open_execution_device says so.
+#pragma once
+
+#include <map>
+#include <memory>
+
+#include "onnx_genai/device.h"
+#include "onnx_genai/tensor.h"
+
+namespace onnx_genai {
+
+class ExecutionDevice {
+ public:
+  virtual ~ExecutionDevice() = default;
+  virtual Device device() const = 0;
+  virtual Allocator& allocator() = 0;
+  virtual void* stream() const = 0;  // handed to kernels as KernelContext::stream
+  virtual size_t free_bytes() const = 0;  // for out-of-memory messages
+  // Makes this device the calling thread's current one (before a run launches anything).
+  virtual Status activate() = 0;
+
+  // Queued on stream(). A copy to the host is complete only after synchronize().
+  virtual Status copy_to_device(void* device_dst, const void* host_src, size_t bytes) = 0;
+  virtual Status copy_to_host(void* host_dst, const void* device_src, size_t bytes) = 0;
+  virtual Status copy_on_device(void* device_dst, const void* device_src, size_t bytes) = 0;
+  // Waits for everything queued; a kernel's asynchronous fault surfaces here.
+  virtual Status synchronize() = 0;
+
+  // A device copy of a host tensor, owned by the returned handle. (The uploaded constants go back
+  // to allocator() when this base class is destroyed: an implementation's allocator outlives it.)
+  Result<std::shared_ptr<void>> upload(const Tensor& host);
+  // The device copy of an initializer, uploaded on first use and kept for the device's lifetime
+  // (the session's): every plan of the session shares it.
+  Result<const void*> constant(const Tensor& initializer);
+
+ private:
+  std::map<const void*, std::shared_ptr<void>> constants_;  // by the initializer's host bytes
+};
+
+// The device for `device` (kCuda), or why it cannot be used: no CUDA in this build, no such
+// device, a GPU this build has no code for.
+Result<std::unique_ptr<ExecutionDevice>> open_execution_device(Device device);
+
+}  // namespace onnx_genai

@@ -1,0 +1,237 @@
+// Plans on an accelerator, checked without one: a stand-in device whose memory is host memory
+// that the test tracks, and a registry where some ops have kernels for that device. Every kernel
+// checks that each tensor it touches lives on its own side (device steps read and write only
+// device memory, CPU steps only host memory), so a missing or misplaced copy fails; the results
+// are checked against values computed here.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+
+#include "onnx/model.h"
+#include "onnx_model_builder.h"
+#include "ops/op.h"
+#include "runtime/graph_passes.h"
+#include "runtime/plan.h"
+
+namespace onnx_genai {
+namespace {
+
+using testing::ModelBuilder;
+constexpr int kF32 = onnx::TensorProto::FLOAT;
+
+// Host memory standing in for device memory: allocations are remembered, so a test can tell
+// which side a pointer is on.
+class StandInMemory final : public Allocator {
+ public:
+  Device device() const override { return {DeviceType::kCuda, 0}; }
+  void* allocate(size_t bytes) override {
+    void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
+    if (p != nullptr) blocks_[static_cast<char*>(p)] = bytes;
+    return p;
+  }
+  void deallocate(void* p) override {
+    blocks_.erase(static_cast<char*>(p));
+    std::free(p);
+  }
+  Status copy_rows(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t row_bytes,
+                   size_t rows) override {
+    return cpu_allocator().copy_rows(dst, dst_pitch, src, src_pitch, row_bytes, rows);
+  }
+  Status zero(void* dst, size_t bytes) override { return cpu_allocator().zero(dst, bytes); }
+
+  bool owns(const void* p) const {
+    const auto* c = static_cast<const char*>(p);
+    auto it = blocks_.upper_bound(const_cast<char*>(c));
+    if (it == blocks_.begin()) return false;
+    --it;
+    return c >= it->first && c < it->first + std::max<size_t>(it->second, 1);
+  }
+
+ private:
+  std::map<char*, size_t> blocks_;
+};
+
+// `memory` outlives the device (the device's uploaded constants go back to it when it dies).
+class StandInDevice final : public ExecutionDevice {
+ public:
+  explicit StandInDevice(StandInMemory& memory) : memory_(memory) {}
+  Device device() const override { return memory_.device(); }
+  Allocator& allocator() override { return memory_; }
+  void* stream() const override { return const_cast<int*>(&stream_tag_); }
+  size_t free_bytes() const override { return size_t{1} << 30; }
+  Status activate() override { return Status::ok(); }
+  Status copy_to_device(void* dst, const void* src, size_t bytes) override {
+    EXPECT_TRUE(memory_.owns(dst) && !memory_.owns(src)) << "a copy to the device goes from host to device memory";
+    std::memcpy(dst, src, bytes);
+    ++uploads;
+    return Status::ok();
+  }
+  Status copy_to_host(void* dst, const void* src, size_t bytes) override {
+    EXPECT_TRUE(!memory_.owns(dst) && memory_.owns(src)) << "a copy to the host goes from device to host memory";
+    std::memcpy(dst, src, bytes);
+    ++downloads;
+    return Status::ok();
+  }
+  Status copy_on_device(void* dst, const void* src, size_t bytes) override {
+    std::memcpy(dst, src, bytes);
+    return Status::ok();
+  }
+  Status synchronize() override {
+    ++syncs;
+    return Status::ok();
+  }
+
+  const StandInMemory& memory() const { return memory_; }
+  int uploads = 0, downloads = 0, syncs = 0;
+
+ private:
+  StandInMemory& memory_;
+  int stream_tag_ = 0;
+};
+
+// Runs the wrapped CPU kernel after checking that every tensor is on `device`'s side.
+class SideCheckingKernel final : public OpKernel {
+ public:
+  SideCheckingKernel(std::unique_ptr<OpKernel> inner, const StandInDevice& device, bool on_device, std::string op)
+      : inner_(std::move(inner)), device_(device), on_device_(on_device), op_(std::move(op)) {}
+  Status prepare(PrepareContext& ctx) override { return inner_->prepare(ctx); }
+  Status run(const KernelContext& ctx) const override {
+    for (const auto& tensors : {ctx.inputs, ctx.outputs}) {
+      for (const KernelTensor& t : tensors) {
+        if (t.data != nullptr && t.numel() > 0) {
+          EXPECT_EQ(device_.memory().owns(t.data), on_device_) << op_ << " on the " << (on_device_ ? "device" : "CPU");
+        }
+      }
+    }
+    if (on_device_) {
+      EXPECT_EQ(ctx.stream, device_.stream()) << op_ << " launches on the device's stream";
+    }
+    return inner_->run(ctx);
+  }
+
+ private:
+  std::unique_ptr<OpKernel> inner_;
+  const StandInDevice& device_;
+  bool on_device_;
+  std::string op_;
+};
+
+// A device kernel that turns the node down in prepare(), as a CUDA kernel does for a shape or an
+// option it lacks: the node must then run on the CPU.
+class DecliningKernel final : public OpKernel {
+ public:
+  Status prepare(PrepareContext& ctx) override { return ctx.fail("the stand-in device declines this node"); }
+  Status run(const KernelContext&) const override { return OG_ERROR("a declined kernel ran"); }
+};
+
+// The built-in schemas of `ops`, their CPU kernels side-checked, and side-checked copies of the
+// CPU kernels registered for the device for `device_ops`, declining ones for `declined_ops`.
+// Views (Reshape) touch no bytes and run where the viewed tensor is: they are not checked.
+OpRegistry registry_for(const StandInDevice& device, const std::vector<std::string>& ops,
+                        const std::vector<std::string>& device_ops, const std::vector<std::string>& declined_ops) {
+  OpRegistry registry;
+  const OpRegistry& builtin = OpRegistry::instance();
+  for (const std::string& op : ops) {
+    const OpSchema* schema = builtin.find_schema("", op);
+    registry.add_schema(*schema);
+    const bool view = schema->alias_input >= 0;
+    if (std::find(declined_ops.begin(), declined_ops.end(), op) != declined_ops.end()) {
+      registry.add_kernel(KernelDef{.domain = "", .op_type = op, .device = DeviceType::kCuda, .create = [](const Node&) {
+                                      return std::unique_ptr<OpKernel>(new DecliningKernel());
+                                    }});
+    }
+    for (const bool on_device : {false, true}) {
+      if (on_device && std::find(device_ops.begin(), device_ops.end(), op) == device_ops.end()) continue;
+      registry.add_kernel(KernelDef{.domain = "",
+                                    .op_type = op,
+                                    .device = on_device ? DeviceType::kCuda : DeviceType::kCpu,
+                                    .create = [&builtin, &device, op, on_device, view](const Node& node) {
+                                      const std::vector<DType> f32(node.inputs.size(), DType::kF32);
+                                      const KernelDef* cpu = builtin.find_kernel(node, DeviceType::kCpu, f32).value();
+                                      if (view) return cpu->create(node);
+                                      return std::unique_ptr<OpKernel>(
+                                          new SideCheckingKernel(cpu->create(node), device, on_device, op));
+                                    }});
+    }
+  }
+  return registry;
+}
+
+std::shared_ptr<Model> load(const ModelBuilder& b) {
+  auto owner = std::make_shared<std::string>(b.bytes());
+  auto model = load_onnx_model_from_memory(reinterpret_cast<const uint8_t*>(owner->data()), owner->size(), owner, ".",
+                                           "test.onnx");
+  EXPECT_TRUE(model.is_ok()) << model.status().message();
+  return model.is_ok() ? *model : nullptr;
+}
+
+float sigmoid(float v) { return 1.0f / (1.0f + std::exp(-v)); }
+
+// a = x * w (device), b = Sigmoid(a) (CPU: the device declines it), c = b + a (device),
+// r = Reshape(c) (a view); outputs r on the host and a on the device.
+TEST(DevicePlacement, CopiesOnceAcrossEachBoundaryAndKeepsEachSideOnItsMemory) {
+  ModelBuilder b;
+  b.input("x", kF32, {2, 3});
+  b.initializer_f32("w", {3}, {0.5f, -1.0f, 2.0f});
+  b.initializer_i64("shape", {2}, {3, 2});
+  b.node("Mul", {"x", "w"}, {"a"});
+  b.node("Sigmoid", {"a"}, {"b"});
+  b.node("Add", {"b", "a"}, {"c"});
+  b.node("Reshape", {"c", "shape"}, {"r"});
+  b.output("r", kF32);
+  b.output("a", kF32);
+  std::shared_ptr<Model> model = load(b);
+  ASSERT_NE(model, nullptr);
+  Graph& graph = *model->graph;
+  ASSERT_TRUE(infer_types_and_check_support(graph).is_ok());
+
+  StandInMemory memory;
+  StandInDevice device(memory);
+  const OpRegistry registry = registry_for(device, {"Mul", "Sigmoid", "Add", "Reshape"}, {"Mul", "Add"}, {"Sigmoid"});
+  PreparedConstants constants;
+  PlannerGraph pg;
+  pg.graph = &graph;
+  pg.value_keyed_inputs = {false};
+  pg.needed_at_plan_time = find_plan_time_values(graph).values;
+  pg.constants = &constants;
+  pg.device = &device;
+  pg.registry = &registry;
+
+  const std::vector<float> x = {1, 2, 3, -4, 5, -6};
+  const std::vector<Tensor> inputs = {Tensor::from_vector<float>(Shape{2, 3}, x)};
+  auto plan = ExecutionPlan::compile(pg, inputs, {DeviceType::kCpu, DeviceType::kCuda}, nullptr);
+  ASSERT_TRUE(plan.is_ok()) << plan.status().message();
+  // Mul, Add and the view on the device; the copies: x up for Mul, a down for Sigmoid, b up for
+  // Add, r down to the host output. w was uploaded once while planning.
+  EXPECT_EQ((*plan)->num_transfers(), 4u);
+  EXPECT_EQ((*plan)->num_device_steps(), 3u);  // Mul, Add and Reshape (a view of c, where c is)
+  EXPECT_EQ(device.uploads, 1);
+
+  void* host_arena = std::aligned_alloc(64, static_cast<size_t>(std::max<int64_t>((*plan)->arena_bytes(), 64)));
+  void* device_arena = device.allocator().allocate(static_cast<size_t>((*plan)->device_arena_bytes()));
+  for (int run = 0; run < 2; ++run) {
+    auto host_out = Tensor::allocate(DType::kF32, Shape{3, 2});
+    auto device_out = Tensor::allocate(DType::kF32, Shape{2, 3}, device.allocator());
+    ASSERT_TRUE(host_out.is_ok() && device_out.is_ok());
+    std::vector<Tensor> outputs = {*host_out, *device_out};
+    const int syncs = device.syncs;
+    ASSERT_TRUE((*plan)->run(inputs, outputs, {host_arena, device_arena}, nullptr).is_ok());
+    EXPECT_GE(device.syncs - syncs, 2) << "Sigmoid waits for a's copy; the run ends drained";
+    const float w[3] = {0.5f, -1.0f, 2.0f};
+    for (size_t i = 0; i < x.size(); ++i) {
+      const float a = x[i] * w[i % 3];
+      EXPECT_FLOAT_EQ(outputs[0].data<float>()[i], sigmoid(a) + a) << i;
+      EXPECT_FLOAT_EQ(outputs[1].data<float>()[i], a) << i;
+    }
+  }
+  EXPECT_EQ(device.uploads, 1 + 2 * 2) << "w once; per run x and b";
+  EXPECT_EQ(device.downloads, 2 * 2) << "per run a and r come down";
+  device.allocator().deallocate(device_arena);
+  std::free(host_arena);
+}
+
+}  // namespace
+}  // namespace onnx_genai
