@@ -61,7 +61,17 @@ class CudaExecutionDevice final : public ExecutionDevice {
 }  // namespace
 #endif
 
+namespace {
+ExecutionDeviceOpener& opener_for_tests() {
+  static ExecutionDeviceOpener opener;
+  return opener;
+}
+}  // namespace
+
+void set_execution_device_opener_for_tests(ExecutionDeviceOpener opener) { opener_for_tests() = std::move(opener); }
+
 Result<std::unique_ptr<ExecutionDevice>> open_execution_device(Device device) {
+  if (opener_for_tests()) return opener_for_tests()(device);
   if (device.type != DeviceType::kCuda) return OG_ERROR(device.to_string(), " is not an accelerator");
 #ifdef OG_HAVE_CUDA
   auto usable = cuda::usable_device(device.index);

@@ -4,6 +4,7 @@
 // open_execution_device says so.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 
@@ -16,6 +17,9 @@ class ExecutionDevice {
  public:
   virtual ~ExecutionDevice() = default;
   virtual Device device() const = 0;
+  // The device whose registered kernels run here (a GPU's own; a test's stand-in device in host
+  // memory runs the CPU kernels).
+  virtual DeviceType kernel_device() const { return device().type; }
   virtual Allocator& allocator() = 0;
   virtual void* stream() const = 0;  // handed to kernels as KernelContext::stream
   virtual size_t free_bytes() const = 0;  // for out-of-memory messages
@@ -43,5 +47,10 @@ class ExecutionDevice {
 // The device for `device` (kCuda), or why it cannot be used: no CUDA in this build, no such
 // device, a GPU this build has no code for.
 Result<std::unique_ptr<ExecutionDevice>> open_execution_device(Device device);
+
+// Tests stand a device in host memory in for a GPU: while an opener is set (non-null),
+// open_execution_device returns what it makes.
+using ExecutionDeviceOpener = std::function<Result<std::unique_ptr<ExecutionDevice>>(Device)>;
+void set_execution_device_opener_for_tests(ExecutionDeviceOpener opener);
 
 }  // namespace onnx_genai

@@ -195,7 +195,7 @@ class ExecutionPlan::Builder {
     const OpRegistry& registry = pg_.ops();
     if (pg_.device != nullptr && schema.alias_input < 0) {
       const DeviceType device = pg_.device->device().type;
-      auto def = registry.find_kernel(node, device, in.dtypes);
+      auto def = registry.find_kernel(node, pg_.device->kernel_device(), in.dtypes);
       if (def.is_ok()) {
         auto placed = prepare_kernel(**def, node, in, outputs);
         if (placed.is_ok()) {

@@ -1,0 +1,89 @@
+// A device for tests without a GPU: host memory that the test tracks (so it can tell which side a
+// pointer is on) standing in for device memory, copies that check their direction, and counters.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+
+#include "runtime/execution_device.h"
+
+namespace onnx_genai::testing {
+
+// Host memory standing in for device memory: allocations are remembered, so a test can tell
+// which side a pointer is on.
+class StandInMemory final : public Allocator {
+ public:
+  Device device() const override { return {DeviceType::kCuda, 0}; }
+  void* allocate(size_t bytes) override {
+    void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
+    if (p != nullptr) blocks_[static_cast<char*>(p)] = bytes;
+    return p;
+  }
+  void deallocate(void* p) override {
+    blocks_.erase(static_cast<char*>(p));
+    std::free(p);
+  }
+  Status copy_rows(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t row_bytes,
+                   size_t rows) override {
+    return cpu_allocator().copy_rows(dst, dst_pitch, src, src_pitch, row_bytes, rows);
+  }
+  Status zero(void* dst, size_t bytes) override { return cpu_allocator().zero(dst, bytes); }
+
+  bool owns(const void* p) const {
+    const auto* c = static_cast<const char*>(p);
+    auto it = blocks_.upper_bound(const_cast<char*>(c));
+    if (it == blocks_.begin()) return false;
+    --it;
+    return c >= it->first && c < it->first + std::max<size_t>(it->second, 1);
+  }
+
+ private:
+  std::map<char*, size_t> blocks_;
+};
+
+// `memory` outlives the device (the device's uploaded constants go back to it when it dies).
+// `kernels`: whose registered kernels run here (the CPU's, for whole models in host memory).
+class StandInDevice final : public ExecutionDevice {
+ public:
+  explicit StandInDevice(StandInMemory& memory, DeviceType kernels = DeviceType::kCuda)
+      : memory_(memory), kernels_(kernels) {}
+  Device device() const override { return memory_.device(); }
+  DeviceType kernel_device() const override { return kernels_; }
+  Allocator& allocator() override { return memory_; }
+  void* stream() const override { return const_cast<int*>(&stream_tag_); }
+  size_t free_bytes() const override { return size_t{1} << 30; }
+  Status activate() override { return Status::ok(); }
+  Status copy_to_device(void* dst, const void* src, size_t bytes) override {
+    EXPECT_TRUE(memory_.owns(dst) && !memory_.owns(src)) << "a copy to the device goes from host to device memory";
+    std::memcpy(dst, src, bytes);
+    ++uploads;
+    return Status::ok();
+  }
+  Status copy_to_host(void* dst, const void* src, size_t bytes) override {
+    EXPECT_TRUE(!memory_.owns(dst) && memory_.owns(src)) << "a copy to the host goes from device to host memory";
+    std::memcpy(dst, src, bytes);
+    ++downloads;
+    return Status::ok();
+  }
+  Status copy_on_device(void* dst, const void* src, size_t bytes) override {
+    std::memcpy(dst, src, bytes);
+    return Status::ok();
+  }
+  Status synchronize() override {
+    ++syncs;
+    return Status::ok();
+  }
+
+  const StandInMemory& memory() const { return memory_; }
+  int uploads = 0, downloads = 0, syncs = 0;
+
+ private:
+  StandInMemory& memory_;
+  DeviceType kernels_;
+  int stream_tag_ = 0;
+};
+
+}  // namespace onnx_genai::testing
