@@ -24,8 +24,7 @@ struct BenchOptions {
   int64_t prompt_len = 128;
   int64_t gen_len = 64;
   int64_t repeat = 3;
-  int64_t threads = 0;
-  Device device = Device::cpu();
+  genai::ModelOptions model;  // --threads, --device
   bool json = false;
   bool all_logits = false;  // run the LM head over every prompt position, as the graph asks
 };
@@ -37,8 +36,7 @@ Result<BenchOptions> parse_bench_options(std::span<const std::string> args) {
   table.valued["--prompt-len"] = integer_option(o.prompt_len, 1, kMaxTokens);
   table.valued["--gen-len"] = integer_option(o.gen_len, 1, kMaxTokens);
   table.valued["--repeat"] = integer_option(o.repeat, 1, 1000);
-  table.valued["--threads"] = integer_option(o.threads, 0, 4096);
-  table.valued["--device"] = device_option(o.device);
+  add_model_options(table, o.model);
   table.flags = {{"--json", &o.json}, {"--all-logits", &o.all_logits}};
   OG_RETURN_IF_ERROR(parse_options(args, table, o.model_path));
   return o;
@@ -107,7 +105,7 @@ nlohmann::ordered_json summarize(const BenchOptions& options, const std::vector<
   }
   const auto rate = [](double count, double seconds) { return seconds > 0 ? count / seconds : 0.0; };
   return {{"prompt_len", options.prompt_len}, {"gen_len", options.gen_len}, {"repeat", options.repeat},
-          {"threads", options.threads},
+          {"threads", options.model.num_threads},
           {"prefill_tok_s", rate(prefill_tokens, prefill_seconds)},
           {"decode_tok_s", rate(decode_steps, decode_seconds)},
           {"ttft_ms", ttft / static_cast<double>(runs.size()) * 1e3},
@@ -115,7 +113,7 @@ nlohmann::ordered_json summarize(const BenchOptions& options, const std::vector<
           {"itl_p90_ms", percentile(steps, 90) * 1e3},
           {"itl_p99_ms", percentile(steps, 99) * 1e3},
           {"peak_rss_mib", peak_rss_mib()},
-          {"device", options.device.to_string()},
+          {"device", options.model.device.to_string()},
           {"decode_plan_steps", decode_plan.last_plan_steps},
           {"decode_plan_device_steps", decode_plan.last_plan_device_steps},
           {"decode_plan_transfers", decode_plan.last_plan_transfers},
@@ -148,9 +146,7 @@ int run_bench(std::span<const std::string> args) {
   if (!options.is_ok()) return report(kExitBadInput, options.status().message());
   auto dir = resolve_model_dir(options->model_path, "bench");
   if (!dir.is_ok()) return report(kExitBadInput, dir.status().message());
-  genai::ModelOptions model_options;
-  model_options.num_threads = static_cast<int>(options->threads);
-  model_options.device = options->device;
+  genai::ModelOptions model_options = options->model;
   model_options.select_logit_rows = !options->all_logits;
   auto model = genai::Model::load(*dir, model_options);
   if (!model.is_ok()) return report(kExitBadInput, model.status().message());

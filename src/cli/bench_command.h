@@ -1,4 +1,4 @@
-// `onnx-genai bench [MODEL] --prompt-len P --gen-len G [--repeat R] [--threads N] [--json]`:
+// `onnx-genai bench [MODEL] --prompt-len P --gen-len G [--repeat R] [--threads N] [--device cpu|cuda[:N]] [--json]`:
 // a synthetic prompt of P token ids, greedy generation of exactly G tokens (eos ignored), one
 // warm-up run and then R measured ones. Reports prefill and decode tok/s, time to first token,
 // inter-token latency percentiles (p50/p90/p99 over all measured decode steps) and peak RSS, as

@@ -21,8 +21,7 @@ struct EvalPplOptions {
   std::string model_path;
   std::optional<std::string> text_path;
   genai::PerplexityOptions perplexity;
-  int64_t threads = 0;
-  Device device = Device::cpu();
+  genai::ModelOptions model;  // --threads, --device
   bool json = false;
 };
 
@@ -36,8 +35,7 @@ Result<EvalPplOptions> parse_eval_ppl_options(std::span<const std::string> args)
   };
   table.valued["--window"] = integer_option(o.perplexity.window, 2, kMaxTokens);
   table.valued["--stride"] = integer_option(o.perplexity.stride, 1, kMaxTokens);
-  table.valued["--threads"] = integer_option(o.threads, 0, 4096);
-  table.valued["--device"] = device_option(o.device);
+  add_model_options(table, o.model);
   table.flags = {{"--json", &o.json}};
   OG_RETURN_IF_ERROR(parse_options(args, table, o.model_path));
   if (!o.text_path) return OG_ERROR("eval-ppl needs --text FILE (the text to score)");
@@ -92,10 +90,7 @@ int run_eval_ppl(std::span<const std::string> args) {
   if (!text.is_ok()) return report(kExitBadInput, text.status().message());
   auto dir = resolve_model_dir(options->model_path, "eval-ppl");
   if (!dir.is_ok()) return report(kExitBadInput, dir.status().message());
-  genai::ModelOptions model_options;
-  model_options.num_threads = static_cast<int>(options->threads);
-  model_options.device = options->device;
-  auto model = genai::Model::load(*dir, model_options);
+  auto model = genai::Model::load(*dir, options->model);
   if (!model.is_ok()) return report(kExitBadInput, model.status().message());
   auto tokens = tokenize_file(**model, *options->text_path, *text);
   if (!tokens.is_ok()) return report(kExitBadInput, tokens.status().message());

@@ -1,9 +1,10 @@
-// `onnx-genai eval-ppl [MODEL] --text FILE [--window N] [--stride N] [--threads N] [--json]`: the
-// perplexity of a text file under the model, Hugging Face's sliding-window protocol (genai.h's
-// evaluate_perplexity): the whole file tokenized without special tokens, windows of --window
-// tokens (default: the context length, at most 512) every --stride tokens (default half a
-// window). Prints tokens, scored tokens, the window and stride, the total NLL, the perplexity and
-// the seconds spent scoring, as a table or one JSON object.
+// `onnx-genai eval-ppl [MODEL] --text FILE [--window N] [--stride N] [--threads N]
+// [--device cpu|cuda[:N]] [--json]`: the perplexity of a text file under the model, Hugging
+// Face's sliding-window protocol (genai.h's evaluate_perplexity): the whole file tokenized
+// without special tokens, windows of --window tokens (default: the context length, at most 512)
+// every --stride tokens (default half a window). Prints tokens, scored tokens, the window and
+// stride, the total NLL, the perplexity and the seconds spent scoring, as a table or one JSON
+// object.
 #pragma once
 
 #include <span>

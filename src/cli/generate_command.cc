@@ -97,9 +97,7 @@ int run_generate(std::span<const std::string> args) {
   if (!prompt.is_ok()) return report(kExitBadInput, prompt.status().message());
 
   const auto load_start = std::chrono::steady_clock::now();
-  genai::ModelOptions model_options;
-  model_options.num_threads = options->threads;
-  model_options.device = options->device;
+  genai::ModelOptions model_options = options->model;
   model_options.decode_mask_at_capacity = options->mask_at_capacity;
   auto model = load_model_with_progress(*path, model_options);
   if (!model.is_ok()) return report(kExitBadInput, model.status().message());

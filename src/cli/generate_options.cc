@@ -46,8 +46,6 @@ OptionTable option_table(GenerateOptions& o) {
       {"--min-p", number<float>(o.min_p, 0.0f, 1.0f)},
       {"--top-k", number<int32_t>(o.top_k, 0, std::numeric_limits<int32_t>::max())},
       {"--seed", number<uint64_t>(o.seed, 0, std::numeric_limits<uint64_t>::max())},
-      {"--threads", number<int>(o.threads, 0, 4096)},
-      {"--device", device_option(o.device)},
       {"--mask-at-capacity",
        [&o](const std::string& option, const std::string& value) {
          if (value != "on" && value != "off") return OG_ERROR(option, " wants on or off, got '", value, "'");
@@ -57,6 +55,7 @@ OptionTable option_table(GenerateOptions& o) {
   };
   table.flags = {{"--chat", &o.chat},     {"--greedy", &o.greedy}, {"--ignore-eos", &o.ignore_eos},
                  {"--truncate", &o.truncate}, {"--stream", &o.stream}, {"--stats", &o.stats}};
+  add_model_options(table, o.model);
   return table;
 }
 

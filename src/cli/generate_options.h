@@ -1,7 +1,8 @@
 // `onnx-genai generate` arguments:
 //   [MODEL] [--prompt TEXT] [--chat] [--system TEXT] [--max-new-tokens N] [--min-new-tokens N]
 //   [--temperature F] [--top-k N] [--top-p F] [--min-p F] [--seed N] [--greedy] [--stop TEXT ...]
-//   [--ignore-eos] [--prefill-chunk N] [--truncate] [--threads N] [--mask-at-capacity on|off]
+//   [--ignore-eos] [--prefill-chunk N] [--truncate] [--threads N] [--device cpu|cuda[:N]]
+//   [--mask-at-capacity on|off]
 //   [--stream] [--stats]
 // Options take their value as the next argument or after '=' (--top-k=40).
 #pragma once
@@ -12,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "onnx_genai/device.h"
+#include "onnx_genai/genai.h"
 #include "onnx_genai/status.h"
 
 namespace onnx_genai::cli {
@@ -30,8 +31,7 @@ struct GenerateOptions {
   std::vector<std::string> stop_strings;
   bool ignore_eos = false;
   bool truncate = false;  // cut a too-long prompt from the left
-  int threads = 0;
-  Device device = Device::cpu();
+  genai::ModelOptions model;  // --threads, --device
   std::optional<bool> mask_at_capacity;  // genai::ModelOptions::decode_mask_at_capacity
   bool stream = false;  // print text as it is generated (else once at the end)
   bool stats = false;   // timing and session numbers on stderr

@@ -46,8 +46,7 @@ struct ChatOptions {
   std::string model_path;
   std::optional<std::string> system;
   std::optional<int64_t> max_new_tokens;
-  int64_t threads = 0;
-  Device device = Device::cpu();
+  genai::ModelOptions model;  // --threads, --device
   bool greedy = false;
 };
 
@@ -62,8 +61,7 @@ Result<ChatOptions> parse_chat_options(std::span<const std::string> args) {
     OG_ASSIGN_OR_RETURN(o.max_new_tokens, parse_integer(value, option, 0, INT32_MAX));
     return Status::ok();
   };
-  table.valued["--threads"] = integer_option(o.threads, 0, 4096);
-  table.valued["--device"] = device_option(o.device);
+  add_model_options(table, o.model);
   table.flags = {{"--greedy", &o.greedy}};
   OG_RETURN_IF_ERROR(parse_options(args, table, o.model_path));
   return o;
@@ -244,10 +242,7 @@ int run_chat(std::span<const std::string> args) {
   if (!options.is_ok()) return report(kExitBadInput, options.status().message());
   auto dir = resolve_model_dir(options->model_path, "run");
   if (!dir.is_ok()) return report(kExitBadInput, dir.status().message());
-  genai::ModelOptions model_options;
-  model_options.num_threads = static_cast<int>(options->threads);
-  model_options.device = options->device;
-  auto model = load_model_with_progress(*dir, model_options);
+  auto model = load_model_with_progress(*dir, options->model);
   if (!model.is_ok()) return report(kExitBadInput, model.status().message());
   if (!(*model)->tokenizer()) return report(kExitBadInput, "the model folder " + *dir + " has no tokenizer.json");
   install_sigint_handler();

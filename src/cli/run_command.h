@@ -1,5 +1,6 @@
-// `onnx-genai run [MODEL] [--system TEXT] [--greedy] [--max-new-tokens N] [--threads N]`: a chat
-// REPL over the model's chat template. Each line is a user turn; the reply streams to stdout.
+// `onnx-genai run [MODEL] [--system TEXT] [--greedy] [--max-new-tokens N] [--threads N]
+// [--device cpu|cuda[:N]]`: a chat REPL over the model's chat template. Each line is a user
+// turn; the reply streams to stdout.
 // Commands: /system TEXT (system message for the following turns), /reset (forget the
 // conversation), /stats (numbers of the last reply), /help, /exit. On a terminal (stdin and
 // stdout) lines are edited with cli/line_editor.h (history kept in

@@ -56,4 +56,18 @@ Result<std::string> resolve_model_dir(const std::string& given, const std::strin
   return std::string(OG_DEFAULT_MODEL_DIR);
 }
 
+void add_model_options(OptionTable& table, genai::ModelOptions& model) {
+  table.valued["--threads"] = [&model](const std::string& option, const std::string& value) -> Status {
+    OG_ASSIGN_OR_RETURN(const int64_t threads, parse_integer(value, option, 0, 4096));
+    model.num_threads = static_cast<int>(threads);
+    return Status::ok();
+  };
+  table.valued["--device"] = [&model](const std::string& option, const std::string& value) -> Status {
+    auto device = Device::parse(value);
+    if (!device.is_ok()) return OG_ERROR(option, ": ", device.status().message());
+    model.device = *device;
+    return Status::ok();
+  };
+}
+
 }  // namespace onnx_genai::cli

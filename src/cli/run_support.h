@@ -12,7 +12,7 @@
 #include <system_error>
 #include <type_traits>
 
-#include "onnx_genai/device.h"
+#include "onnx_genai/genai.h"
 #include "onnx_genai/status.h"
 
 namespace onnx_genai::cli {
@@ -55,15 +55,9 @@ inline auto integer_option(int64_t& field, int64_t min, int64_t max) {
   };
 }
 
-// An OptionTable::valued entry parsing --device (cpu, cuda, cuda:N) into `field`.
-inline auto device_option(Device& field) {
-  return [&field](const std::string& option, const std::string& value) -> Status {
-    auto device = Device::parse(value);
-    if (!device.is_ok()) return OG_ERROR(option, ": ", device.status().message());
-    field = *device;
-    return Status::ok();
-  };
-}
+// --threads N and --device cpu|cuda[:N], taken by every command that loads a model, written
+// straight into the options it loads the model with.
+void add_model_options(OptionTable& table, genai::ModelOptions& model);
 
 // `given`, else the model folder shipped with the sources (an error naming `command` when absent).
 Result<std::string> resolve_model_dir(const std::string& given, const std::string& command);

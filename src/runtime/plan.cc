@@ -251,6 +251,7 @@ class ExecutionPlan::Builder {
     step.inputs = in.slots;
     step.outputs = std::move(outputs);
     step.device = placed.device;
+    if (placed.device != DeviceType::kCpu) ++plan_.device_steps_;
     step.sync_before = placed.device == DeviceType::kCpu && reads_unsynced(in.slots);
     if (placed.workspace_bytes > 0) {
       workspace_requests_.push_back({static_cast<int64_t>(placed.workspace_bytes), step_index, step_index});
@@ -440,9 +441,7 @@ Result<std::unique_ptr<ExecutionPlan>> ExecutionPlan::compile(const PlannerGraph
   for (PlanStep& step : plan->steps_) {
     for (int s : step.inputs) step.input_views.push_back(view_of(s));
     for (int s : step.outputs) step.output_views.push_back(view_of(s));
-    if (step.device != DeviceType::kCpu) ++plan->device_steps_;
   }
-  plan->device_steps_ -= plan->transfers_;  // the transfers were counted above: kernels only
   return plan;
 }
 
