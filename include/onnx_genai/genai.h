@@ -44,6 +44,7 @@ struct ModelOptions {
   // cuda:N: the decoder runs on that GPU (nodes without a CUDA kernel on the CPU) and the KV cache
   // lives there; token ids and logits cross to the host.
   Device device = Device::cpu();
+  bool capture_device_graphs = true;  // SessionOptions::capture_device_graphs
   std::string onnx_file;          // decoder file inside the folder; empty = the config's / the usual names
   bool preallocate_kv = false;    // reserve the KV cache for the whole context up front
   int64_t initial_kv_capacity = 0;  // smallest first KV reservation in positions; 0 = 64

@@ -25,6 +25,9 @@ struct SessionOptions {
   // cuda:N runs every node with a CUDA kernel on that GPU (the rest on the CPU, with copies
   // between them); inputs and outputs may then be tensors on that device.
   Device device = Device::cpu();
+  // On a GPU, record runs of device work as CUDA graphs once a plan repeats with the same
+  // buffers, and replay them (one launch instead of one per kernel).
+  bool capture_device_graphs = true;
 };
 
 struct IoInfo {
@@ -50,6 +53,12 @@ struct SessionStats {
   int64_t device_arena_bytes = 0;       // the device's activation arena (max over cached plans)
   int64_t last_plan_device_steps = 0;   // steps of the last plan that ran on the device
   int64_t last_plan_transfers = 0;      // copies between host and device in that plan
+  int64_t last_plan_graph_segments = 0;  // runs of device steps that plan records as graphs
+  int64_t graph_captures = 0;           // segments recorded (CUDA graphs instantiated)
+  int64_t graph_replays = 0;            // segment runs that were one graph launch
+  int64_t graph_invalidations = 0;      // recordings dropped: a run bound other buffers
+  int64_t graph_capture_failures = 0;   // segments that could not be recorded (run step by step)
+  std::string last_graph_capture_failure;
 };
 
 class Session {

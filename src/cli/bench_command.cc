@@ -117,7 +117,12 @@ nlohmann::ordered_json summarize(const BenchOptions& options, const std::vector<
           {"decode_plan_steps", decode_plan.last_plan_steps},
           {"decode_plan_device_steps", decode_plan.last_plan_device_steps},
           {"decode_plan_transfers", decode_plan.last_plan_transfers},
-          {"device_arena_mib", static_cast<double>(decode_plan.device_arena_bytes) / (1 << 20)}};
+          {"device_arena_mib", static_cast<double>(decode_plan.device_arena_bytes) / (1 << 20)},
+          {"decode_plan_graph_segments", decode_plan.last_plan_graph_segments},
+          {"graph_captures", decode_plan.graph_captures},
+          {"graph_replays", decode_plan.graph_replays},
+          {"graph_invalidations", decode_plan.graph_invalidations},
+          {"graph_capture_failures", decode_plan.graph_capture_failures}};
 }
 
 void print_table(const nlohmann::ordered_json& summary) {
@@ -136,6 +141,10 @@ void print_table(const nlohmann::ordered_json& summary) {
     std::printf("  decode plan   %lld steps, %lld on the device, %lld host/device copies; device arena %.1f MiB\n",
                 summary["decode_plan_steps"].get<long long>(), summary["decode_plan_device_steps"].get<long long>(),
                 summary["decode_plan_transfers"].get<long long>(), summary["device_arena_mib"].get<double>());
+    std::printf("  CUDA graphs   %lld per decode step; %lld captures, %lld replays, %lld invalidations, %lld failures\n",
+                summary["decode_plan_graph_segments"].get<long long>(), summary["graph_captures"].get<long long>(),
+                summary["graph_replays"].get<long long>(), summary["graph_invalidations"].get<long long>(),
+                summary["graph_capture_failures"].get<long long>());
   }
 }
 

@@ -68,6 +68,11 @@ void add_model_options(OptionTable& table, genai::ModelOptions& model) {
     model.device = *device;
     return Status::ok();
   };
+  table.valued["--cuda-graphs"] = [&model](const std::string& option, const std::string& value) -> Status {
+    if (value != "on" && value != "off") return OG_ERROR(option, " wants on or off, got '", value, "'");
+    model.capture_device_graphs = value == "on";
+    return Status::ok();
+  };
 }
 
 }  // namespace onnx_genai::cli

@@ -114,6 +114,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelO
   SessionOptions session_options;
   session_options.num_threads = options.num_threads;
   session_options.device = options.device;
+  session_options.capture_device_graphs = options.capture_device_graphs;
   OG_ASSIGN_OR_RETURN(impl->session, Session::create(std::move(graph_model), session_options));
   OG_ASSIGN_OR_RETURN(impl->io, in_context(derive_decoder_io(impl->session->inputs(), impl->session->outputs(),
                                                              impl->package, facts),

@@ -2,6 +2,7 @@
 
 #ifdef OG_HAVE_CUDA
 #include "core/cuda/device.h"
+#include "core/cuda/graph.h"
 #include "core/cuda/memory.h"
 #include "core/cuda/stream.h"
 #endif
@@ -52,8 +53,25 @@ class CudaExecutionDevice final : public ExecutionDevice {
     return cuda::copy_on_device(device_dst, device_src, bytes, stream());
   }
   Status synchronize() override { return stream_.synchronize(); }
+  Allocator& host_allocator() override { return cuda::pinned_host_allocator(); }
+
+  bool can_record() const override { return true; }
+  Result<std::unique_ptr<Recording>> record(const std::function<Status()>& queue) override {
+    OG_ASSIGN_OR_RETURN(cuda::StreamGraph graph, cuda::StreamGraph::record(stream(), queue));
+    return std::unique_ptr<Recording>(new GraphRecording(std::move(graph), stream()));
+  }
 
  private:
+  class GraphRecording final : public Recording {
+   public:
+    GraphRecording(cuda::StreamGraph graph, void* stream) : graph_(std::move(graph)), stream_(stream) {}
+    Status replay() override { return graph_.replay(stream_); }
+
+   private:
+    cuda::StreamGraph graph_;
+    void* stream_;
+  };
+
   int index_;
   cuda::Stream stream_;
 };

@@ -33,6 +33,23 @@ class ExecutionDevice {
   // Waits for everything queued; a kernel's asynchronous fault surfaces here.
   virtual Status synchronize() = 0;
 
+  // Host memory for the host side of copies (page-locked on a GPU: such copies can be recorded).
+  virtual Allocator& host_allocator() { return cpu_allocator(); }
+
+  // Work queued on stream() recorded once (a CUDA graph) and replayed as one launch.
+  class Recording {
+   public:
+    virtual ~Recording() = default;
+    virtual Status replay() = 0;
+  };
+  virtual bool can_record() const { return false; }
+  // Records what `queue` queues on stream() without running it; an error when something it
+  // queues cannot be recorded (the stream is usable again either way).
+  virtual Result<std::unique_ptr<Recording>> record(const std::function<Status()>& queue) {
+    (void)queue;
+    return OG_ERROR(device().to_string(), " cannot record work");
+  }
+
   // A device copy of a host tensor, owned by the returned handle. (The uploaded constants go back
   // to allocator() when this base class is destroyed: an implementation's allocator outlives it.)
   Result<std::shared_ptr<void>> upload(const Tensor& host);

@@ -48,6 +48,7 @@ class ExecutionPlan::Builder {
     }
     OG_RETURN_IF_ERROR(add_graph(g));
     OG_RETURN_IF_ERROR(bind_outputs(g, output_devices));
+    if (pg_.device != nullptr) hoist_host_prologue();
     plan_memory_layout();
     plan_.slot_data_.assign(plan_.slots_.size(), nullptr);
     return Status::ok();
@@ -91,10 +92,7 @@ class ExecutionPlan::Builder {
     return OG_ERROR(reader.describe(), ": input '", v->name, "' has no value at this point of the plan");
   }
 
-  int root(int slot) const {
-    while (plan_.slots_[static_cast<size_t>(slot)].kind == PlanSlot::Kind::kView) slot = plan_.slots_[static_cast<size_t>(slot)].index;
-    return slot;
-  }
+  int root(int slot) const { return plan_.root_slot(slot); }
 
   void mark_read(int slot, int step) {
     const int r = root(slot);
@@ -311,6 +309,7 @@ class ExecutionPlan::Builder {
     step.inputs = {slot};
     step.outputs = {copy};
     step.device = pg_.device->device().type;
+    step.transfer = true;
     mark_read(slot, static_cast<int>(plan_.steps_.size()));
     plan_.steps_.push_back(std::move(step));
     ++plan_.transfers_;
@@ -384,6 +383,62 @@ class ExecutionPlan::Builder {
     return Status::ok();
   }
 
+  // Moves the steps that need only the caller's host inputs and constants (CPU steps on them, and
+  // their uploads) ahead of all others: otherwise each upload sits where its value is first read,
+  // cutting the device work into several segments (plan.h) where one would do.
+  void hoist_host_prologue() {
+    const size_t n = plan_.steps_.size();
+    std::vector<bool> known(plan_.slots_.size());  // bytes that exist before any device step runs
+    for (size_t s = 0; s < known.size(); ++s) {
+      const PlanSlot::Kind kind = plan_.slots_[static_cast<size_t>(root(static_cast<int>(s)))].kind;
+      known[s] = kind == PlanSlot::Kind::kInput || kind == PlanSlot::Kind::kConstant;
+    }
+    const auto all_known = [&](const std::vector<int>& slots) {
+      return std::all_of(slots.begin(), slots.end(), [&](int s) { return s < 0 || known[static_cast<size_t>(root(s))]; });
+    };
+    std::vector<int> order, rest;
+    for (size_t i = 0; i < n; ++i) {
+      const PlanStep& step = plan_.steps_[i];
+      const bool host_side = step.device == DeviceType::kCpu ||
+                             (step.transfer && plan_.slots_[static_cast<size_t>(step.inputs[0])].device == DeviceType::kCpu);
+      if (host_side && !step.sync_before && all_known(step.inputs)) {
+        order.push_back(static_cast<int>(i));
+        for (int s : step.outputs) {
+          if (s >= 0) known[static_cast<size_t>(s)] = true;
+        }
+      } else {
+        rest.push_back(static_cast<int>(i));
+      }
+    }
+    order.insert(order.end(), rest.begin(), rest.end());
+    std::vector<int> moved_to(n);
+    for (size_t i = 0; i < n; ++i) moved_to[static_cast<size_t>(order[i])] = static_cast<int>(i);
+    if (std::is_sorted(order.begin(), order.end())) return;
+    std::vector<PlanStep> steps;
+    for (int i : order) steps.push_back(std::move(plan_.steps_[static_cast<size_t>(i)]));
+    plan_.steps_ = std::move(steps);
+    // Lifetimes in the new order: from the producing step to the last step that touches it (or
+    // the end of the run for what the outputs read).
+    const int end = static_cast<int>(n);
+    for (size_t s = 0; s < first_step_.size(); ++s) {
+      if (first_step_[s] < end) first_step_[s] = moved_to[static_cast<size_t>(first_step_[s])];
+      if (last_step_[s] < end) last_step_[s] = first_step_[s];
+    }
+    for (size_t i = 0; i < n; ++i) {
+      for (const std::vector<int>* slots : {&plan_.steps_[i].inputs, &plan_.steps_[i].outputs}) {
+        for (int s : *slots) {
+          if (s < 0) continue;
+          int& last = last_step_[static_cast<size_t>(root(s))];
+          if (last < end) last = std::max(last, static_cast<int>(i));
+        }
+      }
+    }
+    for (size_t w = 0; w < workspace_steps_.size(); ++w) {
+      workspace_steps_[w] = moved_to[static_cast<size_t>(workspace_steps_[w])];
+      workspace_requests_[w].first_step = workspace_requests_[w].last_step = workspace_steps_[w];
+    }
+  }
+
   bool is_output_slot(int s) const { return plan_.slots_[static_cast<size_t>(s)].kind == PlanSlot::Kind::kOutput; }
 
   // One memory plan per side: host slots and workspaces in the host arena, device ones in the
@@ -442,7 +497,47 @@ Result<std::unique_ptr<ExecutionPlan>> ExecutionPlan::compile(const PlannerGraph
     for (int s : step.inputs) step.input_views.push_back(view_of(s));
     for (int s : step.outputs) step.output_views.push_back(view_of(s));
   }
+  if (pg.device != nullptr && pg.device->can_record()) plan->find_device_segments();
   return plan;
+}
+
+int ExecutionPlan::root_slot(int s) const {
+  while (slots_[static_cast<size_t>(s)].kind == PlanSlot::Kind::kView) s = slots_[static_cast<size_t>(s)].index;
+  return s;
+}
+
+void ExecutionPlan::find_device_segments() {
+  // A copy can be recorded when its host side is the (page-locked) host arena; the caller's
+  // input and output tensors are ordinary memory.
+  const auto recordable = [&](const PlanStep& step) {
+    if (step.device == DeviceType::kCpu) return false;
+    if (!step.transfer) return true;
+    const int host_side = step.device == slots_[static_cast<size_t>(step.outputs[0])].device ? step.inputs[0] : step.outputs[0];
+    return slots_[static_cast<size_t>(root_slot(host_side))].kind == PlanSlot::Kind::kArena;
+  };
+  segment_at_.assign(steps_.size(), -1);
+  for (size_t begin = 0; begin < steps_.size();) {
+    size_t end = begin;
+    while (end < steps_.size() && recordable(steps_[end])) ++end;
+    if (end - begin >= 2) {  // one launch replayed as one launch gains nothing
+      DeviceSegment& segment = segments_.emplace_back();
+      segment.begin = begin;
+      segment.end = end;
+      std::set<int> caller;
+      for (size_t i = begin; i < end; ++i) {
+        for (const std::vector<int>* list : {&steps_[i].inputs, &steps_[i].outputs}) {
+          for (int s : *list) {
+            if (s < 0) continue;
+            const PlanSlot::Kind kind = slots_[static_cast<size_t>(root_slot(s))].kind;
+            if (kind == PlanSlot::Kind::kInput || kind == PlanSlot::Kind::kOutput) caller.insert(root_slot(s));
+          }
+        }
+      }
+      segment.caller_slots.assign(caller.begin(), caller.end());
+      segment_at_[begin] = static_cast<int>(segments_.size() - 1);
+    }
+    begin = std::max(end, begin + 1);
+  }
 }
 
 void ExecutionPlan::bind_slots(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs,
@@ -462,17 +557,15 @@ void ExecutionPlan::bind_slots(const std::vector<Tensor>& inputs, std::vector<Te
   }
 }
 
-Status ExecutionPlan::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs, const PlanArenas& arenas,
-                          ThreadPool* pool) {
-  if (device_ != nullptr) OG_RETURN_IF_ERROR(device_->activate());
-  bind_slots(inputs, outputs, arenas);
+Status ExecutionPlan::run_steps(size_t begin, size_t end, const PlanArenas& arenas, ThreadPool* pool) {
   void* stream = device_ != nullptr ? device_->stream() : nullptr;
-  for (PlanStep& step : steps_) {
-    for (size_t i = 0; i < step.inputs.size(); ++i) {
-      if (step.inputs[i] >= 0) step.input_views[i].data = slot_data_[static_cast<size_t>(step.inputs[i])];
+  for (size_t i = begin; i < end; ++i) {
+    PlanStep& step = steps_[i];
+    for (size_t k = 0; k < step.inputs.size(); ++k) {
+      if (step.inputs[k] >= 0) step.input_views[k].data = slot_data_[static_cast<size_t>(step.inputs[k])];
     }
-    for (size_t i = 0; i < step.outputs.size(); ++i) {
-      if (step.outputs[i] >= 0) step.output_views[i].data = slot_data_[static_cast<size_t>(step.outputs[i])];
+    for (size_t k = 0; k < step.outputs.size(); ++k) {
+      if (step.outputs[k] >= 0) step.output_views[k].data = slot_data_[static_cast<size_t>(step.outputs[k])];
     }
     if (step.sync_before) OG_RETURN_IF_ERROR(device_->synchronize().with_context(step.node->describe()));
     auto* base = static_cast<uint8_t*>(step.device == DeviceType::kCpu ? arenas.host : arenas.device);
@@ -480,6 +573,58 @@ Status ExecutionPlan::run(const std::vector<Tensor>& inputs, std::vector<Tensor>
                       step.workspace_offset >= 0 ? base + step.workspace_offset : nullptr, pool, stream};
     Status status = step.kernel->run(ctx);
     if (!status.is_ok()) return status.with_context(step.node->describe());
+  }
+  return Status::ok();
+}
+
+Status ExecutionPlan::run_segment(DeviceSegment& segment, const PlanArenas& arenas, ThreadPool* pool,
+                                  CaptureCounters& counters) {
+  bound_.assign({arenas.host, arenas.device});
+  for (int s : segment.caller_slots) bound_.push_back(slot_data_[static_cast<size_t>(s)]);
+  const auto where = [&] {
+    return "replaying steps " + steps_[segment.begin].node->describe() + " to " + steps_[segment.end - 1].node->describe();
+  };
+  if (segment.recording != nullptr) {
+    if (bound_ == segment.last_bound) {
+      ++counters.replays;
+      return segment.recording->replay().with_context(where());
+    }
+    segment.recording.reset();
+    ++counters.invalidations;
+  }
+  const bool repeated = bound_ == segment.last_bound;
+  segment.last_bound.swap(bound_);
+  const size_t begin = segment.begin, end = segment.end;
+  if (!repeated || segment.unrecordable) return run_steps(begin, end, arenas, pool);
+  // The recording may be replayed by re-running the steps (a stand-in device): it keeps copies
+  // of what it needs, not references to this call's locals.
+  auto recorded = device_->record([this, begin, end, arenas, pool] { return run_steps(begin, end, arenas, pool); });
+  if (!recorded.is_ok()) {
+    segment.unrecordable = true;
+    ++counters.failures;
+    counters.last_failure = recorded.status().message();
+    return run_steps(begin, end, arenas, pool);
+  }
+  segment.recording = std::move(*recorded);
+  ++counters.captures;
+  ++counters.replays;
+  return segment.recording->replay().with_context(where());
+}
+
+Status ExecutionPlan::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs, const PlanArenas& arenas,
+                          ThreadPool* pool, CaptureCounters* captures) {
+  if (device_ != nullptr) OG_RETURN_IF_ERROR(device_->activate());
+  bind_slots(inputs, outputs, arenas);
+  for (size_t i = 0; i < steps_.size();) {
+    const int segment = captures != nullptr && !segment_at_.empty() ? segment_at_[i] : -1;
+    if (segment < 0) {
+      OG_RETURN_IF_ERROR(run_steps(i, i + 1, arenas, pool));
+      ++i;
+      continue;
+    }
+    DeviceSegment& run = segments_[static_cast<size_t>(segment)];
+    OG_RETURN_IF_ERROR(run_segment(run, arenas, pool, *captures));
+    i = run.end;
   }
   // Host outputs are complete, and a device fault is this run's error, when run() returns.
   const bool on_device = device_ != nullptr && device_steps_ + transfers_ > 0;

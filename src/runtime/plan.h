@@ -19,6 +19,13 @@
 // gets its bytes from a second arena in device memory, planned the same way. A CPU step that
 // reads bytes copied from the device waits for the stream first; a run ends with the stream
 // drained, so host outputs are complete when run() returns.
+//
+// On a device that records (CUDA graphs), each run of two or more consecutive steps that only
+// queue device work — kernels, and copies between the device and the host arena, which is
+// page-locked there — is a segment. A segment runs step by step until a run binds the same
+// pointers as the run before (the same arenas, inputs and outputs: a decode step with a
+// fixed-capacity KV cache does); that run records it, and every later run with those pointers
+// replays the recording as one launch. Other pointers drop the recording (an invalidation).
 #pragma once
 
 #include <deque>
@@ -56,6 +63,7 @@ struct PlanStep {
   int64_t workspace_offset = -1;  // in the arena of the step's device
   DeviceType device = DeviceType::kCpu;
   bool sync_before = false;  // a CPU step reading bytes a transfer copied from the device
+  bool transfer = false;     // a copy between the host and the device
   // Views handed to the kernel; data pointers are patched before each run.
   std::vector<KernelTensor> input_views;
   std::vector<KernelTensor> output_views;
@@ -70,6 +78,15 @@ struct PlannerGraph {
   ExecutionDevice* device = nullptr;           // the session's accelerator; null: CPU only
   const OpRegistry* registry = nullptr;        // schemas and kernels; null: the built-in ones
   const OpRegistry& ops() const { return registry != nullptr ? *registry : OpRegistry::instance(); }
+};
+
+// Recorded device work, summed over runs (ExecutionPlan::run adds to it).
+struct CaptureCounters {
+  int64_t captures = 0;       // segments recorded
+  int64_t replays = 0;        // segment runs that were one replay
+  int64_t invalidations = 0;  // recordings dropped because a run bound other pointers
+  int64_t failures = 0;       // segments that could not be recorded (they run step by step)
+  std::string last_failure;
 };
 
 // Where a run's intermediates live: the host arena and, with an accelerator, the device arena.
@@ -88,22 +105,37 @@ class ExecutionPlan {
                                                         ThreadPool* pool);
 
   // Runs with the arenas (at least arena_bytes() and device_arena_bytes(), aligned). `outputs`
-  // must already be allocated with output_infos() shapes on the compiled output devices.
+  // must already be allocated with output_infos() shapes on the compiled output devices. With
+  // `captures`, device segments are recorded and replayed (and counted there); without, every
+  // step is launched on its own.
   Status run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs, const PlanArenas& arenas,
-             ThreadPool* pool);
+             ThreadPool* pool, CaptureCounters* captures = nullptr);
 
   int64_t arena_bytes() const { return memory_.arena_bytes; }
   int64_t device_arena_bytes() const { return device_memory_.arena_bytes; }
   const MemoryPlan& memory() const { return memory_; }
   size_t num_device_steps() const { return device_steps_; }
   size_t num_transfers() const { return transfers_; }
+  size_t num_device_segments() const { return segments_.size(); }
   const std::vector<TensorInfo>& output_infos() const { return output_infos_; }
   size_t num_steps() const { return steps_.size(); }
   size_t num_plan_time_nodes() const { return plan_time_nodes_; }
 
  private:
   class Builder;
+  // Steps [begin, end) that only queue device work, recorded and replayed as one.
+  struct DeviceSegment {
+    size_t begin = 0, end = 0;
+    std::vector<int> caller_slots;        // inputs and outputs its steps touch (other pointers are fixed)
+    std::vector<const void*> last_bound;  // the arenas and those slots' pointers at its last run
+    std::unique_ptr<ExecutionDevice::Recording> recording;
+    bool unrecordable = false;
+  };
   void bind_slots(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs, const PlanArenas& arenas);
+  void find_device_segments();
+  Status run_steps(size_t begin, size_t end, const PlanArenas& arenas, ThreadPool* pool);
+  Status run_segment(DeviceSegment& segment, const PlanArenas& arenas, ThreadPool* pool, CaptureCounters& counters);
+  int root_slot(int s) const;
   std::deque<PlanSlot> slots_;  // a deque: kernels may keep pointers to slot infos from prepare()
   std::vector<PlanStep> steps_;
   std::vector<int> output_slots_;
@@ -115,6 +147,9 @@ class ExecutionPlan {
   std::deque<Node> output_readers_;  // stand-in nodes naming graph outputs in transfer errors
   std::vector<std::shared_ptr<void>> device_values_;  // plan values uploaded to the device
   std::vector<void*> slot_data_;                      // scratch, sized once
+  std::vector<DeviceSegment> segments_;
+  std::vector<int> segment_at_;  // per step: the segment it begins, or -1
+  std::vector<const void*> bound_;  // scratch for a segment's pointers
   ExecutionDevice* device_ = nullptr;
   MemoryPlan memory_, device_memory_;
   size_t device_steps_ = 0, transfers_ = 0;

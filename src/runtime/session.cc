@@ -67,6 +67,7 @@ struct Session::Impl {
   PlannerGraph planner_graph;
   std::vector<IoInfo> inputs, outputs;
   SessionStats stats;
+  CaptureCounters captures;
 
   std::mutex mutex;  // one run at a time: plans and the arena are shared state
   struct CacheEntry {
@@ -146,7 +147,8 @@ void Session::Impl::build_key(const std::vector<Tensor>& given) {
 }
 
 Status Session::Impl::ensure_arenas(const ExecutionPlan& plan) {
-  OG_RETURN_IF_ERROR(arena.reserve(cpu_allocator(), plan.arena_bytes()));
+  // On a GPU the host arena is page-locked: its copies to and from the device can be recorded.
+  OG_RETURN_IF_ERROR(arena.reserve(device ? device->host_allocator() : cpu_allocator(), plan.arena_bytes()));
   stats.arena_bytes = arena.bytes();
   if (device) {
     Status reserved = device_arena.reserve(device->allocator(), plan.device_arena_bytes());
@@ -255,13 +257,20 @@ Status Session::run_into(const std::vector<Tensor>& given, std::vector<Tensor>& 
     }
     OG_ASSIGN_OR_RETURN(out, Tensor::allocate(infos[i].dtype, infos[i].shape, s.allocator_for(s.output_devices[i])));
   }
-  OG_RETURN_IF_ERROR(plan->run(given, outputs, {s.arena.data(), s.device_arena.data()}, s.pool.get()));
+  CaptureCounters* captures = s.options.capture_device_graphs ? &s.captures : nullptr;
+  OG_RETURN_IF_ERROR(plan->run(given, outputs, {s.arena.data(), s.device_arena.data()}, s.pool.get(), captures));
   ++s.stats.runs;
   s.stats.last_plan_arena_bytes = plan->memory().arena_bytes;
   s.stats.last_plan_requested_bytes = plan->memory().requested_bytes;
   s.stats.last_plan_steps = static_cast<int64_t>(plan->num_steps());
   s.stats.last_plan_device_steps = static_cast<int64_t>(plan->num_device_steps());
   s.stats.last_plan_transfers = static_cast<int64_t>(plan->num_transfers());
+  s.stats.last_plan_graph_segments = captures != nullptr ? static_cast<int64_t>(plan->num_device_segments()) : 0;
+  s.stats.graph_captures = s.captures.captures;
+  s.stats.graph_replays = s.captures.replays;
+  s.stats.graph_invalidations = s.captures.invalidations;
+  s.stats.graph_capture_failures = s.captures.failures;
+  s.stats.last_graph_capture_failure = s.captures.last_failure;
   return Status::ok();
 }
 

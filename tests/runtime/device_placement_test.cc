@@ -101,6 +101,19 @@ std::shared_ptr<Model> load(const ModelBuilder& b) {
 
 float sigmoid(float v) { return 1.0f / (1.0f + std::exp(-v)); }
 
+// A planner graph with one (non-value-keyed) input, on `device` with `registry`'s kernels.
+PlannerGraph planner_graph(Graph& graph, PreparedConstants& constants, StandInDevice& device,
+                           const OpRegistry& registry) {
+  PlannerGraph pg;
+  pg.graph = &graph;
+  pg.value_keyed_inputs = {false};
+  pg.needed_at_plan_time = find_plan_time_values(graph).values;
+  pg.constants = &constants;
+  pg.device = &device;
+  pg.registry = &registry;
+  return pg;
+}
+
 // a = x * w (device), b = Sigmoid(a) (CPU: the device declines it), c = b + a (device),
 // r = Reshape(c) (a view); outputs r on the host and a on the device.
 TEST(DevicePlacement, CopiesOnceAcrossEachBoundaryAndKeepsEachSideOnItsMemory) {
@@ -123,13 +136,7 @@ TEST(DevicePlacement, CopiesOnceAcrossEachBoundaryAndKeepsEachSideOnItsMemory) {
   StandInDevice device(memory);
   const OpRegistry registry = registry_for(device, {"Mul", "Sigmoid", "Add", "Reshape"}, {"Mul", "Add"}, {"Sigmoid"});
   PreparedConstants constants;
-  PlannerGraph pg;
-  pg.graph = &graph;
-  pg.value_keyed_inputs = {false};
-  pg.needed_at_plan_time = find_plan_time_values(graph).values;
-  pg.constants = &constants;
-  pg.device = &device;
-  pg.registry = &registry;
+  const PlannerGraph pg = planner_graph(graph, constants, device, registry);
 
   const std::vector<float> x = {1, 2, 3, -4, 5, -6};
   const std::vector<Tensor> inputs = {Tensor::from_vector<float>(Shape{2, 3}, x)};
@@ -162,6 +169,134 @@ TEST(DevicePlacement, CopiesOnceAcrossEachBoundaryAndKeepsEachSideOnItsMemory) {
   EXPECT_EQ(device.downloads, 2 * 2) << "per run a and r come down";
   device.allocator().deallocate(device_arena);
   std::free(host_arena);
+}
+
+// Host and device arenas for a plan, freed with the test.
+struct Arenas {
+  Arenas(const ExecutionPlan& plan, StandInDevice& device) : device_(device) {
+    host = std::aligned_alloc(64, static_cast<size_t>(std::max<int64_t>(plan.arena_bytes(), 64)));
+    on_device = device.allocator().allocate(static_cast<size_t>(plan.device_arena_bytes()));
+  }
+  ~Arenas() {
+    device_.allocator().deallocate(on_device);
+    std::free(host);
+  }
+  PlanArenas plan_arenas() const { return {host, on_device}; }
+  void* host = nullptr;
+  void* on_device = nullptr;
+
+ private:
+  StandInDevice& device_;
+};
+
+// a = x * w, c = a + w, d = c * w on the device, s = Sigmoid(d) on the CPU; outputs s (host) and
+// d (device). The device steps and d's copy down form one recorded segment; x's upload reads
+// the caller's tensor and stays outside it.
+class RecordedSegments : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ModelBuilder b;
+    b.input("x", kF32, {2, 3});
+    b.initializer_f32("w", {3}, {0.5f, -1.0f, 2.0f});
+    b.node("Mul", {"x", "w"}, {"a"});
+    b.node("Add", {"a", "w"}, {"c"});
+    b.node("Mul", {"c", "w"}, {"d"});
+    b.node("Sigmoid", {"d"}, {"s"});
+    b.output("s", kF32);
+    b.output("d", kF32);
+    model_ = load(b);
+    ASSERT_NE(model_, nullptr);
+    ASSERT_TRUE(infer_types_and_check_support(*model_->graph).is_ok());
+    registry_ = registry_for(device_, {"Mul", "Add", "Sigmoid"}, {"Mul", "Add"}, {"Sigmoid"});
+    pg_ = planner_graph(*model_->graph, constants_, device_, registry_);
+    inputs_ = {Tensor::from_vector<float>(Shape{2, 3}, x_)};
+    auto plan = ExecutionPlan::compile(pg_, inputs_, {DeviceType::kCpu, DeviceType::kCuda}, nullptr);
+    ASSERT_TRUE(plan.is_ok()) << plan.status().message();
+    plan_ = std::move(*plan);
+    arenas_ = std::make_unique<Arenas>(*plan_, device_);
+  }
+
+  std::vector<Tensor> new_outputs() {
+    return {Tensor::allocate(DType::kF32, Shape{2, 3}).value(),
+            Tensor::allocate(DType::kF32, Shape{2, 3}, device_.allocator()).value()};
+  }
+
+  // Runs the plan with x scaled by `scale` and checks both outputs.
+  void run_and_check(std::vector<Tensor>& outputs, float scale) {
+    for (size_t i = 0; i < x_.size(); ++i) inputs_[0].data<float>()[i] = x_[i] * scale;
+    ASSERT_TRUE(plan_->run(inputs_, outputs, arenas_->plan_arenas(), nullptr, &counters_).is_ok());
+    const float w[3] = {0.5f, -1.0f, 2.0f};
+    for (size_t i = 0; i < x_.size(); ++i) {
+      const float d = (x_[i] * scale * w[i % 3] + w[i % 3]) * w[i % 3];
+      EXPECT_FLOAT_EQ(outputs[0].data<float>()[i], sigmoid(d)) << i;
+      EXPECT_FLOAT_EQ(outputs[1].data<float>()[i], d) << i;
+    }
+  }
+
+  StandInMemory memory_;
+  StandInDevice device_{memory_};
+  std::shared_ptr<Model> model_;
+  OpRegistry registry_;
+  PreparedConstants constants_;
+  PlannerGraph pg_;
+  const std::vector<float> x_ = {1, 2, 3, -4, 5, -6};
+  std::vector<Tensor> inputs_;
+  std::unique_ptr<ExecutionPlan> plan_;
+  std::unique_ptr<Arenas> arenas_;
+  CaptureCounters counters_;
+};
+
+TEST_F(RecordedSegments, RecordOnTheSecondRunWithTheSameBuffersAndReplayAfter) {
+  ASSERT_EQ(plan_->num_device_segments(), 1u);
+  std::vector<Tensor> outputs = new_outputs();
+  run_and_check(outputs, 1.0f);
+  EXPECT_EQ(counters_.captures, 0) << "a plan's first run launches step by step";
+  run_and_check(outputs, 2.0f);
+  EXPECT_EQ(counters_.captures, 1);
+  EXPECT_EQ(counters_.replays, 1);
+  const int uploads = device_.uploads;
+  for (int run = 0; run < 3; ++run) run_and_check(outputs, -1.0f - static_cast<float>(run));
+  EXPECT_EQ(counters_.captures, 1) << "new input values through the same buffers replay";
+  EXPECT_EQ(counters_.replays, 4);
+  EXPECT_EQ(device_.uploads - uploads, 3) << "x's upload (the caller's memory) runs outside the recording";
+  EXPECT_EQ(device_.recordings, 1);
+  EXPECT_EQ(counters_.invalidations, 0);
+  EXPECT_EQ(counters_.failures, 0);
+}
+
+TEST_F(RecordedSegments, OtherBuffersDropTheRecording) {
+  std::vector<Tensor> outputs = new_outputs();
+  run_and_check(outputs, 1.0f);
+  run_and_check(outputs, 1.0f);
+  ASSERT_EQ(counters_.captures, 1);
+  std::vector<Tensor> moved = new_outputs();  // the device output elsewhere: the recording would write the old one
+  run_and_check(moved, 3.0f);
+  EXPECT_EQ(counters_.invalidations, 1);
+  EXPECT_EQ(counters_.replays, 1) << "the run with other buffers went step by step";
+  run_and_check(moved, 4.0f);
+  EXPECT_EQ(counters_.captures, 2) << "the new buffers, seen twice, are recorded";
+  run_and_check(outputs, 5.0f);
+  EXPECT_EQ(counters_.invalidations, 2);
+}
+
+TEST_F(RecordedSegments, WhatCannotBeRecordedRunsStepByStep) {
+  std::vector<Tensor> outputs = new_outputs();
+  run_and_check(outputs, 1.0f);
+  device_.refuse_recording = true;
+  for (int run = 0; run < 3; ++run) run_and_check(outputs, 2.0f + static_cast<float>(run));
+  EXPECT_EQ(counters_.failures, 1) << "one failed recording marks the segment";
+  EXPECT_EQ(counters_.captures, 0);
+  EXPECT_EQ(counters_.replays, 0);
+  EXPECT_NE(counters_.last_failure.find("refused"), std::string::npos) << counters_.last_failure;
+}
+
+TEST_F(RecordedSegments, WithoutCountersEveryStepLaunches) {
+  std::vector<Tensor> outputs = new_outputs();
+  for (int run = 0; run < 3; ++run) {
+    for (size_t i = 0; i < x_.size(); ++i) inputs_[0].data<float>()[i] = x_[i];
+    ASSERT_TRUE(plan_->run(inputs_, outputs, arenas_->plan_arenas(), nullptr).is_ok());
+  }
+  EXPECT_EQ(device_.recordings, 0);
 }
 
 }  // namespace

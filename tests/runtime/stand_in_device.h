@@ -6,7 +6,10 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
+#include <memory>
+#include <utility>
 
 #include "runtime/execution_device.h"
 
@@ -77,10 +80,36 @@ class StandInDevice final : public ExecutionDevice {
     return Status::ok();
   }
 
+  // Records by keeping the queued work and replays by queuing it again: the plan's bookkeeping
+  // of recorded segments runs as on a GPU, with whichever kernels run here. Like a CUDA graph, a
+  // recording runs nothing until replayed.
+  bool can_record() const override { return recordable; }
+  Result<std::unique_ptr<Recording>> record(const std::function<Status()>& queue) override {
+    if (refuse_recording) return OG_ERROR("the stand-in device refused to record");
+    ++recordings;
+    return std::unique_ptr<Recording>(new KeptWork(queue, replays));
+  }
+
   const StandInMemory& memory() const { return memory_; }
   int uploads = 0, downloads = 0, syncs = 0;
+  bool recordable = true;
+  bool refuse_recording = false;  // as a GPU refuses work that synchronises or allocates
+  int recordings = 0, replays = 0;
 
  private:
+  class KeptWork final : public Recording {
+   public:
+    KeptWork(std::function<Status()> queue, int& replays) : queue_(std::move(queue)), replays_(replays) {}
+    Status replay() override {
+      ++replays_;
+      return queue_();
+    }
+
+   private:
+    std::function<Status()> queue_;
+    int& replays_;
+  };
+
   StandInMemory& memory_;
   DeviceType kernels_;
   int stream_tag_ = 0;

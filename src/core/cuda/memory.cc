@@ -1,6 +1,7 @@
 #include "core/cuda/memory.h"
 
 #include <array>
+#include <atomic>
 #include <utility>
 
 #include "core/cuda/cuda_check.h"
@@ -29,6 +30,8 @@ class DeviceScope {
   bool ok_ = true;
 };
 
+std::atomic<int64_t> device_allocations{0};
+
 class CudaAllocator final : public Allocator {
  public:
   explicit CudaAllocator(int index) : index_(index) {}
@@ -38,7 +41,9 @@ class CudaAllocator final : public Allocator {
     if (!scope.ok()) return nullptr;
     const size_t rounded = bytes == 0 ? kCudaAlignment : (bytes + kCudaAlignment - 1) / kCudaAlignment * kCudaAlignment;
     void* ptr = nullptr;
-    return cudaMalloc(&ptr, rounded) == cudaSuccess ? ptr : nullptr;
+    if (cudaMalloc(&ptr, rounded) != cudaSuccess) return nullptr;
+    device_allocations.fetch_add(1, std::memory_order_relaxed);
+    return ptr;
   }
   void deallocate(void* ptr) override {
     if (ptr == nullptr) return;
@@ -77,6 +82,23 @@ class CudaAllocator final : public Allocator {
   int index_;
 };
 
+class PinnedHostAllocator final : public Allocator {
+ public:
+  Device device() const override { return Device::cpu(); }
+  void* allocate(size_t bytes) override {
+    void* ptr = nullptr;
+    return cudaHostAlloc(&ptr, bytes == 0 ? 1 : bytes, cudaHostAllocPortable) == cudaSuccess ? ptr : nullptr;
+  }
+  void deallocate(void* ptr) override {
+    if (ptr != nullptr) (void)cudaFreeHost(ptr);
+  }
+  Status copy_rows(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t row_bytes,
+                   size_t rows) override {
+    return cpu_allocator().copy_rows(dst, dst_pitch, src, src_pitch, row_bytes, rows);
+  }
+  Status zero(void* dst, size_t bytes) override { return cpu_allocator().zero(dst, bytes); }
+};
+
 cudaStream_t as_stream(void* stream) { return static_cast<cudaStream_t>(stream); }
 
 }  // namespace
@@ -89,6 +111,13 @@ Allocator& cuda_allocator(int index) {
   }();
   return allocators[static_cast<size_t>(index < 0 || index >= kMaxDevices ? 0 : index)];
 }
+
+Allocator& pinned_host_allocator() {
+  static PinnedHostAllocator allocator;
+  return allocator;
+}
+
+int64_t device_allocation_count() { return device_allocations.load(std::memory_order_relaxed); }
 
 Result<DeviceBuffer> DeviceBuffer::allocate(size_t bytes, int device) {
   if (device < 0 || device >= kMaxDevices) return OG_ERROR("CUDA device index ", device, " out of range");

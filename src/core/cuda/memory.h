@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "onnx_genai/device.h"
 #include "onnx_genai/status.h"
@@ -16,6 +17,14 @@ inline constexpr int kMaxDevices = 16;
 
 // The allocator for device `index` (< kMaxDevices); allocate() returns nullptr on failure.
 Allocator& cuda_allocator(int index = 0);
+
+// Page-locked host memory (DeviceType::kCpu: the CPU kernels use it as any host memory): copies
+// between it and the device run asynchronously and can be recorded in a CUDA graph.
+Allocator& pinned_host_allocator();
+
+// How many device allocations cuda_allocator() has made in this process: a test's proof that
+// replaying a plan allocates nothing.
+int64_t device_allocation_count();
 
 // Device memory owned by cuda_allocator(index), released on destruction.
 class DeviceBuffer {
