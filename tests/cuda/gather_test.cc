@@ -1,4 +1,4 @@
-// Gather and com.microsoft GatherBlockQuantized: CUDA kernels (ops/cuda/gather.cc) against the
+// Gather, GatherElements and com.microsoft GatherBlockQuantized: CUDA kernels (ops/cuda/gather.cc) against the
 // CPU kernels on random shapes, axes, element sizes and index types (negative indices
 // included), the embedding lookup, and the 4-bit / uint8 block-quantised layouts.
 //
@@ -86,6 +86,41 @@ TEST_F(GatherCuda, EmbeddingLookupMatchesCpu) {
                         std::to_string(table.hidden) + "] ids " + ids.to_string());
     }
   }
+}
+
+TEST_F(GatherCuda, GatherElementsAnyAxisAndElementSizeMatchesCpu) {
+  constexpr DType kDtypes[] = {DType::kF32, DType::kF16, DType::kI64, DType::kI8, DType::kBF16};
+  for (int trial = 0; trial < 100; ++trial) {
+    const DType dtype = kDtypes[trial % std::size(kDtypes)];
+    const int rank = 1 + static_cast<int>(rng_() % 4);
+    std::vector<int64_t> dims, index_dims;
+    for (int d = 0; d < rank; ++d) dims.push_back(1 + static_cast<int64_t>(rng_() % 6) * (rng_() % 3 == 0 ? 5 : 1));
+    const int64_t axis_attr = std::uniform_int_distribution<int64_t>(-rank, rank - 1)(rng_);
+    const int axis = static_cast<int>(axis_attr < 0 ? axis_attr + rank : axis_attr);
+    // Off the axis, indices are no larger than data; along it, any length.
+    for (int d = 0; d < rank; ++d) {
+      index_dims.push_back(d == axis ? 1 + static_cast<int64_t>(rng_() % 7) : 1 + static_cast<int64_t>(rng_()) % dims[static_cast<size_t>(d)]);
+    }
+    const DType index_dtype = trial % 2 ? DType::kI32 : DType::kI64;
+    std::vector<Tensor> inputs{random_data(dtype, Shape(dims), rng_),
+                               random_indices(index_dtype, Shape(index_dims), dims[static_cast<size_t>(axis)], rng_)};
+    CudaNode spec("GatherElements", "", {true}, 13);
+    spec.attr_int("axis", axis_attr);
+    compare_bytes(spec.with_inputs(inputs), inputs,
+                  "GatherElements " + std::string(dtype_name(dtype)) + Shape(dims).to_string() + " axis " +
+                      std::to_string(axis_attr) + " indices " + Shape(index_dims).to_string());
+  }
+}
+
+// The genai layer's logit-row pick: each sequence's last fed position of [batch, positions, hidden].
+TEST_F(GatherCuda, GatherElementsPicksLogitRowsAsTheCpu) {
+  const int64_t batch = 3, positions = 37, hidden = 896;
+  Tensor rows = Tensor::allocate(DType::kI64, Shape{batch, 1, hidden}).value();
+  for (int64_t b = 0; b < batch; ++b) std::fill_n(rows.data<int64_t>() + b * hidden, hidden, positions - 1 - 5 * b);
+  std::vector<Tensor> inputs{random_float_tensor(DType::kF16, Shape{batch, positions, hidden}, rng_), rows};
+  CudaNode spec("GatherElements", "", {true}, 13);
+  spec.attr_int("axis", 1);
+  compare_bytes(spec.with_inputs(inputs), inputs, "logit rows");
 }
 
 // CPU: an error naming the node and the index. GPU: zeros for that row, the others gathered.

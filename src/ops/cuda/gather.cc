@@ -1,5 +1,5 @@
-// CUDA kernels of Gather (any axis, any byte-sized element type, int32 / int64 indices) and
-// com.microsoft GatherBlockQuantized (ops/schema/gather_block_quantized.h), with the CPU
+// CUDA kernels of Gather and GatherElements (any axis, any byte-sized element type, int32 / int64
+// indices) and com.microsoft GatherBlockQuantized (ops/schema/gather_block_quantized.h), with the CPU
 // kernels' semantics (ops/cpu/gather.cc, gather_block_quantized.cc) except for out-of-range
 // indices: the CPU kernels return an error, these write zeros for the rows such an index
 // selects (the index is only known on the device; see ops/cuda/gather_kernels.h).
@@ -41,6 +41,45 @@ class GatherKernel final : public OpKernel {
 
  private:
   cuda::GatherArgs args_;
+};
+
+// Indices of data's rank; the output takes the indices' shape (ops/schema/gather.cc checks both).
+class GatherElementsKernel final : public OpKernel {
+ public:
+  Status prepare(PrepareContext& ctx) override {
+    const Shape& data = ctx.input(0).shape;
+    const Shape& indices = ctx.input(1).shape;
+    if (data.rank() > cuda::kGatherElementsMaxRank) return ctx.fail("rank ", data.rank(), " is not supported");
+    const int bits = dtype_bits(ctx.input(0).dtype);
+    if (bits == 0 || bits % 8 != 0 || bits > 64) {
+      return ctx.fail("dtype ", dtype_name(ctx.input(0).dtype), " has no byte-addressable elements");
+    }
+    cuda::GatherElementsArgs& a = args_;
+    a.rank = data.rank();
+    a.axis = normalize_axis(ctx.attrs().get_int("axis", 0), a.rank);
+    if (a.axis < 0) return ctx.fail("axis out of range for rank ", a.rank);
+    const std::vector<int64_t> strides = data.strides();
+    for (int d = 0; d < a.rank; ++d) {
+      a.dims[d] = indices[d];
+      a.data_strides[d] = strides[static_cast<size_t>(d)];
+    }
+    a.axis_n = data[a.axis];
+    a.total = indices.numel();
+    a.elem_bytes = bits / 8;
+    a.index_dtype = ctx.input(1).dtype;
+    return Status::ok();
+  }
+
+  Status run(const KernelContext& ctx) const override {
+    cuda::GatherElementsArgs a = args_;
+    a.data = ctx.input(0).data;
+    a.indices = ctx.input(1).data;
+    a.out = ctx.output(0).data;
+    return cuda::launch_gather_elements(a, ctx.stream);
+  }
+
+ private:
+  cuda::GatherElementsArgs args_;
 };
 
 class GatherBlockQuantizedKernel final : public OpKernel {
@@ -96,6 +135,8 @@ void register_gather_cuda_kernels(OpRegistry& registry) {
   // Rows move as bytes: every dtype is accepted here and prepare() rejects sub-byte ones.
   registry.add_kernel(KernelDef{.domain = "", .op_type = "Gather", .device = DeviceType::kCuda, .dtypes = {},
                                 .create = [](const Node&) { return std::make_unique<GatherKernel>(); }});
+  registry.add_kernel(KernelDef{.domain = "", .op_type = "GatherElements", .device = DeviceType::kCuda, .dtypes = {},
+                                .create = [](const Node&) { return std::make_unique<GatherElementsKernel>(); }});
   registry.add_kernel(KernelDef{.domain = "com.microsoft", .op_type = "GatherBlockQuantized", .device = DeviceType::kCuda,
                                 .dtypes = {DType::kU8, DType::kU4, DType::kI4},
                                 .type_input = GatherBlockQuantizedParams::kData,

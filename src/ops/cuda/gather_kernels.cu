@@ -1,10 +1,12 @@
-// Gather and com.microsoft GatherBlockQuantized on the GPU.
+// Gather, GatherElements and com.microsoft GatherBlockQuantized on the GPU.
 //
 // Memory-access plan, Gather: the output is [outer, n, row] with rows of row_bytes; a
 // grid-stride loop over the output in copy units (16 bytes when row_bytes and both pointers
 // allow, else the widest of 8 / 4 / 2 / 1 that does) reads the unit of the indexed source row.
 // Consecutive threads take consecutive units of a row, so each row moves as coalesced 16-byte
 // accesses (an embedding row of 4096 f16 is 512 units); an out-of-range index writes zeros.
+//
+// GatherElements: one thread per output element, its data offset from its coordinates.
 //
 // GatherBlockQuantized: only gathered codes are decoded. When each slice is whole rows of
 // 4-bit codes along the last axis (the int4 embedding table), a thread decodes 8 codes from one
@@ -69,6 +71,27 @@ template <typename Unit>
 void launch_gather_units(const GatherArgs& a, cudaStream_t s) {
   const int64_t total = a.outer * a.n * (a.row_bytes / static_cast<int64_t>(sizeof(Unit)));
   with_index_type(a.index_dtype, [&]<typename I>() { gather_kernel<Unit, I><<<grid_for(total), kThreads, 0, s>>>(a); });
+}
+
+// ---- GatherElements ------------------------------------------------------------------------------
+
+// One thread per output element (the rows picked are short: one hidden state per sequence).
+template <typename Unit, typename I>
+__global__ void gather_elements_kernel(GatherElementsArgs a) {
+  const Unit* src = static_cast<const Unit*>(a.data);
+  const I* idx = static_cast<const I*>(a.indices);
+  Unit* dst = static_cast<Unit*>(a.out);
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < a.total; t += stride) {
+    int64_t offset = 0, rem = t;
+    for (int d = a.rank - 1; d >= 0; --d) {
+      const int64_t c = rem % a.dims[d];
+      rem /= a.dims[d];
+      if (d != a.axis) offset += c * a.data_strides[d];
+    }
+    const int64_t pos = wrap_index(idx[t], a.axis_n);
+    dst[t] = pos >= 0 ? src[offset + pos * a.data_strides[a.axis]] : Unit{};
+  }
 }
 
 // ---- GatherBlockQuantized ------------------------------------------------------------------------
@@ -171,6 +194,24 @@ Status launch_gather(const GatherArgs& a, void* stream) {
   else if (fits(2)) launch_gather_units<uint16_t>(a, s);
   else launch_gather_units<uint8_t>(a, s);
   return launch_status("gather_kernel");
+}
+
+Status launch_gather_elements(const GatherElementsArgs& a, void* stream) {
+  if (a.total == 0) return Status::ok();
+  const auto s = static_cast<cudaStream_t>(stream);
+  const auto launch = [&]<typename Unit>() {
+    with_index_type(a.index_dtype, [&]<typename I>() {
+      gather_elements_kernel<Unit, I><<<grid_for(a.total), kThreads, 0, s>>>(a);
+    });
+  };
+  switch (a.elem_bytes) {
+    case 1: launch.template operator()<uint8_t>(); break;
+    case 2: launch.template operator()<uint16_t>(); break;
+    case 4: launch.template operator()<uint32_t>(); break;
+    case 8: launch.template operator()<uint2>(); break;
+    default: return OG_ERROR("GatherElements: ", a.elem_bytes, "-byte elements are not supported");
+  }
+  return launch_status("gather_elements_kernel");
 }
 
 Status launch_gather_block_quantized(const GatherBlockQuantizedArgs& a, void* stream) {

@@ -26,6 +26,25 @@ struct GatherArgs {
 
 Status launch_gather(const GatherArgs& args, void* stream);
 
+// GatherElements: element i of indices (same rank as data, dims `dims`) takes the data element
+// at i's coordinates with coordinate `axis` replaced by the index; elements of elem_bytes (1, 2,
+// 4 or 8). The genai layer's logit-row selection is one: hidden [batch, 1, hidden_size] picked
+// from [batch, positions, hidden_size].
+inline constexpr int kGatherElementsMaxRank = 8;
+struct GatherElementsArgs {
+  int rank = 0, axis = 0;
+  int64_t dims[kGatherElementsMaxRank] = {};          // indices dims (= output dims)
+  int64_t data_strides[kGatherElementsMaxRank] = {};  // data element strides
+  int64_t axis_n = 0, total = 0;
+  int elem_bytes = 4;
+  DType index_dtype = DType::kI64;
+  const void* data = nullptr;
+  const void* indices = nullptr;
+  void* out = nullptr;
+};
+
+Status launch_gather_elements(const GatherElementsArgs& args, void* stream);
+
 // GatherBlockQuantized (layout in ops/schema/gather_block_quantized.h). codes = [outer, axis_n,
 // slice] around gather_axis; the output is [outer, n, slice] in `dtype` (the scales' dtype),
 // each element (code - zero_point) * scale in f32. q_len / q_inner describe quantize_axis within
