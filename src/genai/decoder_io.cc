@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 
+#include "genai/greedy_output.h"
 #include "genai/logit_rows.h"
 
 namespace onnx_genai::genai {
@@ -210,6 +211,11 @@ Status find_logits(const std::vector<IoInfo>& outputs, const Package& package, D
   io.logits_output = static_cast<size_t>(it - outputs.begin());
   io.logits_dtype = it->dtype;
   io.vocab_size = it->rank_known && it->dims[2] > 0 ? it->dims[2] : package.vocab_size.value_or(0);
+  const auto greedy =
+      std::find_if(outputs.begin(), outputs.end(), [](const IoInfo& o) { return o.name == kGreedyTokensOutput; });
+  if (greedy != outputs.end() && greedy->dtype == DType::kI64) {
+    io.greedy_tokens_output = static_cast<size_t>(greedy - outputs.begin());
+  }
   return Status::ok();
 }
 

@@ -3,7 +3,8 @@
 //
 //   input_ids [B, S], attention_mask [B, T], position_ids [B, S] (optional), use_cache_branch
 //   (Optimum merged decoders, optional), per layer a past key and value [B, kv_heads, P, head_size]
-//   -> logits [B, S, vocab] (or [B, 1, vocab]) and the matching present key and value.
+//   -> logits [B, S, vocab] (or [B, 1, vocab]) and the matching present key and value; on a device
+//   also onnx_genai.greedy_tokens [B, S] (or [B, 1]), the logits' argmax (greedy_output.h).
 //
 // Past inputs pair with present outputs by layer number and kind: genai_config.json's templates
 // ("past_key_values.%d.key") when it gives them, else any names holding "past" / "present", one
@@ -19,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -50,6 +52,7 @@ struct DecoderIo {
   std::vector<InputRole> roles;  // one per Session input
   size_t logits_output = 0;
   DType logits_dtype = DType::kUndefined;
+  std::optional<size_t> greedy_tokens_output;  // greedy_output.h's output, when the graph has it
   int64_t vocab_size = 0;
   std::vector<KvBinding> kv;  // layer-major, key before value
   int64_t num_layers = 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "genai/decoder_inputs.h"
+#include "genai/greedy_output.h"
 
 namespace onnx_genai::genai {
 
@@ -21,8 +22,12 @@ DecoderRunner::DecoderRunner(Session& session, const DecoderIo& io, int32_t pad_
       inputs_(session.inputs().size()),
       outputs_(session.outputs().size()), present_data_(io.kv.size()) {}
 
-Status DecoderRunner::run(std::span<const RunRow> rows, size_t first, KvCache& cache,
-                          std::vector<std::vector<float>>& last_logits) {
+bool DecoderRunner::take_greedy_tokens(bool wanted) {
+  greedy_tokens_ = wanted && io_.greedy_tokens_output.has_value() && session_.device().type != DeviceType::kCpu;
+  return greedy_tokens_;
+}
+
+Status DecoderRunner::run(std::span<const RunRow> rows, size_t first, KvCache& cache, LastPositions& last) {
   int64_t width = 0, total = 0;
   for (const RunRow& row : rows) {
     width = std::max(width, row.fresh);
@@ -36,9 +41,10 @@ Status DecoderRunner::run(std::span<const RunRow> rows, size_t first, KvCache& c
   const int64_t mask_width = mask_at_capacity_ && io_.shared_buffer && width == 1 ? cache.capacity() : total;
   OG_RETURN_IF_ERROR(fill_inputs(rows, width, mask_width));
   bind_cache(cache, first, static_cast<int64_t>(rows.size()), width);
+  OG_RETURN_IF_ERROR(bind_logits(static_cast<int64_t>(rows.size()), width));
   OG_RETURN_IF_ERROR(session_.run_into(inputs_, outputs_).with_context("running the decoder"));
   OG_RETURN_IF_ERROR(check_presents(cache));
-  OG_RETURN_IF_ERROR(copy_logits(rows, first, width, last_logits));
+  OG_RETURN_IF_ERROR(collect(rows, first, width, last));
   cache.advance(io_.shared_buffer ? std::max(cache.length(), total) : total);
   return Status::ok();
 }
@@ -106,6 +112,27 @@ void DecoderRunner::bind_cache(const KvCache& cache, size_t first, int64_t rows,
   }
 }
 
+// With greedy tokens the logits are given on the session's device, where run_into writes them
+// (reallocating there should the plan's shape differ from this guess), so they never cross to the
+// host; otherwise they are left for run_into to place on the host.
+Status DecoderRunner::bind_logits(int64_t rows, int64_t width) {
+  Tensor& logits = outputs_[io_.logits_output];
+  if (!greedy_tokens_) {
+    if (logits.defined() && logits.device().type != DeviceType::kCpu) logits = Tensor();
+    return Status::ok();
+  }
+  const IoInfo& declared = session_.outputs()[io_.logits_output];
+  const bool one_position = io_.has(InputRole::kLogitRows) ||
+                            (declared.rank_known && declared.dims.size() == 3 && declared.dims[1] == 1);
+  const Shape shape{rows, one_position ? 1 : width, io_.vocab_size};
+  if (logits.defined() && logits.device() == session_.device() && logits.dtype() == io_.logits_dtype &&
+      logits.shape() == shape) {
+    return Status::ok();
+  }
+  OG_ASSIGN_OR_RETURN(logits, Tensor::allocate(io_.logits_dtype, shape, session_.allocator()));
+  return Status::ok();
+}
+
 // run_into keeps an output tensor only when the plan's shape matches it; a present that came back
 // elsewhere means the graph does not update the cache the way its I/O declared.
 Status DecoderRunner::check_presents(const KvCache& cache) const {
@@ -123,8 +150,7 @@ Status DecoderRunner::check_presents(const KvCache& cache) const {
   return Status::ok();
 }
 
-Status DecoderRunner::copy_logits(std::span<const RunRow> rows, size_t first, int64_t width,
-                                  std::vector<std::vector<float>>& last_logits) const {
+Status DecoderRunner::collect(std::span<const RunRow> rows, size_t first, int64_t width, LastPositions& last) const {
   const Tensor& logits = outputs_[io_.logits_output];
   const auto batch = static_cast<int64_t>(rows.size());
   const std::string& name = session_.outputs()[io_.logits_output].name;
@@ -134,6 +160,11 @@ Status DecoderRunner::copy_logits(std::span<const RunRow> rows, size_t first, in
                     width, " or 1, ", io_.vocab_size, "]");
   }
   const int64_t positions = logits.shape()[1], vocab = io_.vocab_size;
+  const Tensor* tokens = greedy_tokens_ ? &outputs_[*io_.greedy_tokens_output] : nullptr;
+  if (tokens != nullptr && tokens->shape() != Shape{batch, positions}) {
+    return OG_ERROR("decoder output '", kGreedyTokensOutput, "' has shape ", tokens->shape().to_string(), ", expected [",
+                    batch, ", ", positions, "]");
+  }
   // With logit_rows.h's input, row b's one position is its last fed one whatever its length.
   const bool rows_selected = io_.has(InputRole::kLogitRows);
   for (int64_t b = 0; b < batch; ++b) {
@@ -143,8 +174,14 @@ Status DecoderRunner::copy_logits(std::span<const RunRow> rows, size_t first, in
       return OG_ERROR("decoder output '", name, "' keeps only the last position, but batch row ", first + b,
                       " ends before it (", row.fresh, " of ", width, " positions)");
     }
-    const int64_t offset = (b * positions + (positions == 1 ? 0 : row.fresh - 1)) * vocab;
-    std::vector<float>& out = last_logits[first + static_cast<size_t>(b)];
+    const int64_t position = positions == 1 ? 0 : row.fresh - 1;
+    const size_t slot = first + static_cast<size_t>(b);
+    if (tokens != nullptr) {
+      OG_ASSIGN_OR_RETURN(last.greedy_tokens[slot], greedy_token(*tokens, b, position, vocab));
+      continue;
+    }
+    const int64_t offset = (b * positions + position) * vocab;
+    std::vector<float>& out = last.logits[slot];
     switch (logits.dtype()) {
       case DType::kF16: widen(logits.data<Float16>() + offset, vocab, out); break;
       case DType::kBF16: widen(logits.data<BFloat16>() + offset, vocab, out); break;

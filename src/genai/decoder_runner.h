@@ -1,6 +1,7 @@
 // One decoder call: builds input_ids / attention_mask / position_ids / use_cache_branch for some
 // batch rows, binds the KV cache's past and present tensors, runs the session into them, and keeps
-// each row's last-position logits (as float) for sampling.
+// each row's last-position logits (as float) for sampling, or, when told to take greedy tokens,
+// each row's greedy token from the graph (greedy_output.h) while the logits stay on the device.
 //
 // Rows are slot sequences. A slot is a token id, or kPadSlot for left padding (concatenated caches
 // only). For a run over rows feeding `fresh` slots after `cached` ones each, S = the largest fresh
@@ -28,6 +29,12 @@ namespace onnx_genai::genai {
 
 inline constexpr int32_t kPadSlot = -1;
 
+// What runs leave for each batch row at its last fed position.
+struct LastPositions {
+  std::vector<std::vector<float>> logits;  // vocab floats per row, for the host sampler
+  std::vector<int32_t> greedy_tokens;      // the graph's argmax per row, when taking greedy tokens
+};
+
 struct RunRow {
   std::span<const int32_t> slots;  // the row's slots so far
   int64_t lead_pads = 0;           // leading kPadSlot entries
@@ -39,23 +46,31 @@ class DecoderRunner {
  public:
   DecoderRunner(Session& session, const DecoderIo& io, int32_t pad_token_id, bool mask_at_capacity);
 
-  // Runs batch rows [first, first + rows.size()) and stores row i's logits at its last fed slot in
-  // last_logits[first + i] (vocab floats). Grows the cache first; advances it after.
-  Status run(std::span<const RunRow> rows, size_t first, KvCache& cache, std::vector<std::vector<float>>& last_logits);
+  // Whether runs take each row's greedy token from the graph instead of its logits: possible when
+  // the session runs on a device and the graph has greedy_output.h's output (a CPU session's never
+  // does). Returns whether they will.
+  bool take_greedy_tokens(bool wanted);
+  bool takes_greedy_tokens() const { return greedy_tokens_; }
+
+  // Runs batch rows [first, first + rows.size()) and stores what row i has at its last fed slot in
+  // last.logits[first + i] (vocab floats), or with greedy tokens in last.greedy_tokens[first + i].
+  // Grows the cache first; advances it after.
+  Status run(std::span<const RunRow> rows, size_t first, KvCache& cache, LastPositions& last);
 
  private:
   Status fill_inputs(std::span<const RunRow> rows, int64_t width, int64_t mask_width);
   void bind_cache(const KvCache& cache, size_t first, int64_t rows, int64_t width);
+  Status bind_logits(int64_t rows, int64_t width);
   Status check_presents(const KvCache& cache) const;
-  Status copy_logits(std::span<const RunRow> rows, size_t first, int64_t width,
-                     std::vector<std::vector<float>>& last_logits) const;
+  Status collect(std::span<const RunRow> rows, size_t first, int64_t width, LastPositions& last) const;
 
   Session& session_;
   const DecoderIo& io_;
   int32_t pad_token_id_;
   bool mask_at_capacity_;
+  bool greedy_tokens_ = false;
   std::vector<Tensor> inputs_;   // reused between runs of the same shapes
-  std::vector<Tensor> outputs_;  // logits reused; presents rebound every run
+  std::vector<Tensor> outputs_;  // logits reused (on the device with greedy tokens); presents rebound every run
   std::vector<const void*> present_data_;  // where each KvBinding's present must land
 };
 

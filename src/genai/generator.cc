@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "genai/decoder_runner.h"
+#include "genai/greedy_output.h"
 #include "genai/kv_cache.h"
 #include "genai/model_parts.h"
 
@@ -126,7 +127,7 @@ struct Generator::Impl {
   KvCache cache;
   DecoderRunner runner;
   std::vector<Sequence> rows;
-  std::vector<std::vector<float>> last_logits;
+  LastPositions last;  // logits, or the greedy tokens when runner.takes_greedy_tokens()
   GenerationStats stats;
 };
 
@@ -159,7 +160,9 @@ Status Generator::Impl::init_sequences() {
   const std::vector<std::vector<int32_t>>& prompts = params.prompts;
   const size_t widest = longest(prompts);
   rows.resize(prompts.size());
-  last_logits.resize(prompts.size());
+  last.logits.resize(prompts.size());
+  last.greedy_tokens.resize(prompts.size());
+  bool plain_argmax = true;
   for (size_t b = 0; b < prompts.size(); ++b) {
     Sequence& row = rows[b];
     const size_t pads = model.io.right_padding ? 0 : widest - prompts[b].size();
@@ -172,11 +175,15 @@ Status Generator::Impl::init_sequences() {
     const int64_t min_new_tokens = params.ignore_eos ? 0 : params.min_new_tokens;
     OG_ASSIGN_OR_RETURN(LogitProcessorChain chain,
                         make_generation_chain(sampling, min_new_tokens, model.info.eos_token_ids));
+    plain_argmax = plain_argmax && takes_plain_argmax(sampling, chain);
     OG_ASSIGN_OR_RETURN(Sampler sampler,
                         Sampler::create(sampling, static_cast<int32_t>(model.io.vocab_size), std::move(chain)));
     row.sampler.emplace(std::move(sampler));
     if (model.tokenizer) row.text.emplace(*model.tokenizer, params.stop_strings, params.skip_special_tokens);
   }
+  // When every row's token is the plain argmax, a device session keeps the logits on the device
+  // and hands over the argmax computed in the graph (greedy_output.h).
+  runner.take_greedy_tokens(plain_argmax);
   return Status::ok();
 }
 
@@ -215,7 +222,7 @@ Status Generator::Impl::feed_rows(std::span<Sequence> batch, size_t first, int64
     }
     if (width == 0) return Status::ok();
     const Clock::time_point start = Clock::now();
-    OG_RETURN_IF_ERROR(runner.run(run, first, cache, last_logits));
+    OG_RETURN_IF_ERROR(runner.run(run, first, cache, last));
     if (width > 1) {
       stats.prefill_tokens += real;
       stats.prefill_seconds += seconds_since(start);
@@ -263,9 +270,13 @@ Status Generator::Impl::sample_all() {
       row.slots.push_back(model.info.pad_token_id);  // filler: the batch stays in lockstep
       continue;
     }
-    OG_ASSIGN_OR_RETURN(SampledToken sampled, row.sampler->sample(last_logits[b], row.history()));
-    row.slots.push_back(sampled.token);
-    if (params.sampling.logprobs) row.logprobs.push_back(std::move(sampled));
+    if (runner.takes_greedy_tokens()) {
+      row.slots.push_back(last.greedy_tokens[b]);  // what the sampler would pick from these logits
+    } else {
+      OG_ASSIGN_OR_RETURN(SampledToken sampled, row.sampler->sample(last.logits[b], row.history()));
+      row.slots.push_back(sampled.token);
+      if (params.sampling.logprobs) row.logprobs.push_back(std::move(sampled));
+    }
     OG_RETURN_IF_ERROR(after_token(row, row.slots.back()).with_context("sequence " + std::to_string(b)));
   }
   stats.sampling_seconds += seconds_since(start);

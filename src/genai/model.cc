@@ -3,6 +3,7 @@
 #include <climits>
 #include <filesystem>
 
+#include "genai/greedy_output.h"
 #include "genai/logit_rows.h"
 #include "genai/model_parts.h"
 #include "onnx/model.h"
@@ -106,10 +107,13 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelO
   const std::string file = impl->package.model_file.string();
   OG_ASSIGN_OR_RETURN(std::shared_ptr<::onnx_genai::Model> graph_model, load_onnx_model(file));
   const GraphFacts facts = read_graph_facts(*graph_model->graph, impl->package);
+  const std::string logits_name = impl->package.names.logits.empty() ? "logits" : impl->package.names.logits;
   if (options.select_logit_rows) {
-    const std::string& logits = impl->package.names.logits;
-    OG_RETURN_IF_ERROR(
-        select_logit_rows(*graph_model->graph, logits.empty() ? "logits" : logits).status().with_context(file));
+    OG_RETURN_IF_ERROR(select_logit_rows(*graph_model->graph, logits_name).status().with_context(file));
+  }
+  // Only a device session gets the greedy tokens output: a CPU session would compute it for nothing.
+  if (options.device.type != DeviceType::kCpu) {
+    OG_RETURN_IF_ERROR(add_greedy_tokens_output(*graph_model->graph, logits_name).status().with_context(file));
   }
   SessionOptions session_options;
   session_options.num_threads = options.num_threads;

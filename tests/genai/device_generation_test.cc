@@ -1,11 +1,20 @@
 // The generator with its decoder on a device, checked without a GPU: a stand-in device in tracked
 // host memory that runs the CPU kernels (tests/runtime/stand_in_device.h). Every node runs "on
-// the device": token ids, masks and positions go up, logits come down, initializers are uploaded
-// once, and the KV cache lives in the stand-in's memory, where it grows and rewinds. The kernels
-// are the CPU's, run in the same order, so tokens and perplexity must equal a CPU session's
-// exactly; what this checks is the device plumbing around them.
+// the device": token ids, masks and positions go up, logits (or greedy tokens) come down,
+// initializers are uploaded once, and the KV cache lives in the stand-in's memory, where it grows
+// and rewinds. The kernels are the CPU's, run in the same order, so tokens and perplexity must
+// equal a CPU session's exactly; what this checks is the device plumbing around them.
+//
+// A plain greedy run (no logit processor, no logprobs) takes its tokens from the graph's argmax
+// (src/genai/greedy_output.h): the logits stay on the device and only token ids come down, which
+// the stand-in's download count shows. Sampling, and greedy runs that need the logits on the host
+// (no_repeat_ngram from the package's defaults, logprobs), bring them down as before.
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <utility>
+
+#include "genai/model_parts.h"
 #include "genai_test_util.h"
 #include "onnx_genai/genai.h"
 #include "runtime/stand_in_device.h"
@@ -19,20 +28,52 @@ using testing::StandInMemory;
 
 const Device kStandIn{DeviceType::kCuda, 0};
 
+// The stand-in device, counting the bytes it copies to the host.
+class CountingDevice final : public ExecutionDevice {
+ public:
+  explicit CountingDevice(StandInMemory& memory) : device_(memory, DeviceType::kCpu) {}
+  Device device() const override { return device_.device(); }
+  DeviceType kernel_device() const override { return device_.kernel_device(); }
+  Allocator& allocator() override { return device_.allocator(); }
+  void* stream() const override { return device_.stream(); }
+  size_t free_bytes() const override { return device_.free_bytes(); }
+  Status activate() override { return device_.activate(); }
+  Status copy_to_device(void* dst, const void* src, size_t bytes) override {
+    return device_.copy_to_device(dst, src, bytes);
+  }
+  Status copy_to_host(void* dst, const void* src, size_t bytes) override {
+    downloaded_bytes += static_cast<int64_t>(bytes);
+    return device_.copy_to_host(dst, src, bytes);
+  }
+  Status copy_on_device(void* dst, const void* src, size_t bytes) override {
+    return device_.copy_on_device(dst, src, bytes);
+  }
+  Status synchronize() override { return device_.synchronize(); }
+
+  int64_t downloaded_bytes = 0;
+
+ private:
+  StandInDevice device_;
+};
+
 // While alive, a session asked for cuda:0 gets a stand-in device over `memory` running the CPU
-// kernels; `opened` counts the devices made.
+// kernels; `opened` counts the devices made and `device` is the last one (alive while its
+// session is).
 class StandInScope {
  public:
   explicit StandInScope(StandInMemory& memory) {
     set_execution_device_opener_for_tests([&memory, this](Device) -> Result<std::unique_ptr<ExecutionDevice>> {
       ++opened;
-      return std::unique_ptr<ExecutionDevice>(new StandInDevice(memory, DeviceType::kCpu));
+      auto made = std::make_unique<CountingDevice>(memory);
+      device = made.get();
+      return std::unique_ptr<ExecutionDevice>(std::move(made));
     });
   }
   ~StandInScope() { set_execution_device_opener_for_tests(nullptr); }
   StandInScope(const StandInScope&) = delete;
   StandInScope& operator=(const StandInScope&) = delete;
   int opened = 0;
+  CountingDevice* device = nullptr;
 };
 
 Result<std::unique_ptr<genai::Model>> load(const fs::path& dir, Device device) {
@@ -43,12 +84,14 @@ Result<std::unique_ptr<genai::Model>> load(const fs::path& dir, Device device) {
   return genai::Model::load(dir.string(), options);
 }
 
-// Greedy tokens of each prompt: `first` of them, then (when `rewind_to` > 0) a rewind of every
-// sequence to `rewind_to` tokens and `second` more.
-Result<std::vector<std::vector<int32_t>>> greedy(const genai::Model& model, const std::vector<std::vector<int32_t>>& prompts,
-                                                 int first, size_t rewind_to = 0, int second = 0) {
+using Rows = std::vector<std::vector<int32_t>>;
+
+// Tokens of each prompt under `sampling` (eos ignored): `first` of them, then (when `rewind_to` > 0)
+// a rewind of every sequence to `rewind_to` tokens and `second` more.
+Result<Rows> generate(const genai::Model& model, const Rows& prompts, const SamplingParams& sampling, int first,
+                      size_t rewind_to = 0, int second = 0) {
   genai::GeneratorParams params;
-  params.sampling.greedy = true;
+  params.sampling = sampling;
   params.ignore_eos = true;
   params.prompts = prompts;
   OG_ASSIGN_OR_RETURN(auto generator, genai::Generator::create(model, params));
@@ -57,7 +100,7 @@ Result<std::vector<std::vector<int32_t>>> greedy(const genai::Model& model, cons
     OG_RETURN_IF_ERROR(generator->rewind(rewind_to));
     for (int i = 0; i < second; ++i) OG_RETURN_IF_ERROR(generator->generate_next());
   }
-  std::vector<std::vector<int32_t>> out;
+  Rows out;
   for (size_t b = 0; b < prompts.size(); ++b) {
     const auto tokens = generator->tokens(b);
     out.emplace_back(tokens.begin(), tokens.end());
@@ -65,36 +108,56 @@ Result<std::vector<std::vector<int32_t>>> greedy(const genai::Model& model, cons
   return out;
 }
 
-TEST(DeviceGeneration, DefaultModelOnAStandInDeviceGivesTheCpuTokensAndPerplexity) {
-  const fs::path package = fs::path(testing::source_dir()) / "models" / "debian-prose-11m";
-  auto cpu = load(package, Device::cpu());
-  ASSERT_TRUE(cpu.is_ok()) << cpu.status().message();
-  std::vector<std::vector<int32_t>> prompts;
-  for (const char* text : {"And God said", "The quick brown fox jumps over", "In the beginning"}) {
-    auto ids = (*cpu)->encode(text);
-    ASSERT_TRUE(ids.is_ok()) << ids.status().message();
-    prompts.push_back(*ids);
+SamplingParams plain_greedy() {
+  SamplingParams sampling;
+  sampling.greedy = true;
+  return sampling;
+}
+
+Result<Rows> greedy(const genai::Model& model, const Rows& prompts, int first, size_t rewind_to = 0, int second = 0) {
+  return generate(model, prompts, plain_greedy(), first, rewind_to, second);
+}
+
+Result<Rows> encode_all(const genai::Model& model, std::initializer_list<const char*> texts) {
+  Rows prompts;
+  for (const char* text : texts) {
+    OG_ASSIGN_OR_RETURN(std::vector<int32_t> ids, model.encode(text));
+    prompts.push_back(std::move(ids));
   }
-  auto text = testing::read_text_file(package / "valid.txt");
+  return prompts;
+}
+
+const fs::path kPackage = fs::path(testing::source_dir()) / "models" / "debian-prose-11m";
+
+TEST(DeviceGeneration, DefaultModelOnAStandInDeviceGivesTheCpuTokensAndPerplexity) {
+  auto cpu = load(kPackage, Device::cpu());
+  ASSERT_TRUE(cpu.is_ok()) << cpu.status().message();
+  auto prompts = encode_all(**cpu, {"And God said", "The quick brown fox jumps over", "In the beginning"});
+  ASSERT_TRUE(prompts.is_ok()) << prompts.status().message();
+  auto text = testing::read_text_file(kPackage / "valid.txt");
   ASSERT_TRUE(text.is_ok()) << text.status().message();
   auto ids = (*cpu)->encode(text->substr(0, 3000));
   ASSERT_TRUE(ids.is_ok()) << ids.status().message();
   genai::PerplexityOptions windows;
   windows.window = 256;
   windows.stride = 128;
-  auto want_tokens = greedy(**cpu, prompts, 40);
+  auto want_tokens = greedy(**cpu, *prompts, 40);
   ASSERT_TRUE(want_tokens.is_ok()) << want_tokens.status().message();
   auto want_ppl = genai::evaluate_perplexity(**cpu, *ids, windows);
   ASSERT_TRUE(want_ppl.is_ok()) << want_ppl.status().message();
 
   StandInMemory memory;
   StandInScope scope(memory);
-  auto device = load(package, kStandIn);
+  auto device = load(kPackage, kStandIn);
   ASSERT_TRUE(device.is_ok()) << device.status().message();
   EXPECT_EQ(scope.opened, 1);
-  auto got_tokens = greedy(**device, prompts, 40);
+  const int64_t downloaded_at_load = scope.device->downloaded_bytes;
+  auto got_tokens = greedy(**device, *prompts, 40);
   ASSERT_TRUE(got_tokens.is_ok()) << got_tokens.status().message();
   EXPECT_EQ(*got_tokens, *want_tokens);
+  // 40 steps of 3 sequences: 120 token ids came down (int64), not a single row of logits.
+  const int64_t vocab = (*device)->info().vocab_size;
+  EXPECT_LT(scope.device->downloaded_bytes - downloaded_at_load, vocab) << "greedy tokens, not logits, come to the host";
   const SessionStats stats = (*device)->session_stats();
   EXPECT_EQ(stats.last_plan_device_steps, stats.last_plan_steps - stats.last_plan_transfers)
       << "every kernel runs on the device";
@@ -103,6 +166,49 @@ TEST(DeviceGeneration, DefaultModelOnAStandInDeviceGivesTheCpuTokensAndPerplexit
   auto got_ppl = genai::evaluate_perplexity(**device, *ids, windows);
   ASSERT_TRUE(got_ppl.is_ok()) << got_ppl.status().message();
   EXPECT_EQ(got_ppl->nll, want_ppl->nll);
+}
+
+// Runs that need each row's logits on the host bring them down (a row per sequence and step at
+// least) and still give the CPU's tokens: seeded sampling, the package's own defaults (greedy with
+// no_repeat_ngram_size 3), greedy with logprobs. Only a device session's graph has the greedy
+// tokens output.
+TEST(DeviceGeneration, RunsThatNeedTheLogitsTakeThemToTheHost) {
+  auto cpu = load(kPackage, Device::cpu());
+  ASSERT_TRUE(cpu.is_ok()) << cpu.status().message();
+  EXPECT_FALSE(genai::ModelAccess::parts(**cpu).io.greedy_tokens_output) << "a CPU session computes no extra output";
+  auto prompts = encode_all(**cpu, {"And God said", "In the beginning"});
+  ASSERT_TRUE(prompts.is_ok()) << prompts.status().message();
+  SamplingParams sampled;
+  sampled.temperature = 0.8f;
+  sampled.top_k = 50;
+  sampled.seed = 7;
+  const SamplingParams package_defaults = (*cpu)->default_params().sampling;
+  ASSERT_TRUE(package_defaults.is_greedy());
+  ASSERT_GT(package_defaults.no_repeat_ngram_size, 0);
+  SamplingParams with_logprobs = plain_greedy();
+  with_logprobs.logprobs = true;
+  with_logprobs.top_logprobs = 2;
+
+  StandInMemory memory;
+  StandInScope scope(memory);
+  auto device = load(kPackage, kStandIn);
+  ASSERT_TRUE(device.is_ok()) << device.status().message();
+  EXPECT_TRUE(genai::ModelAccess::parts(**device).io.greedy_tokens_output);
+  constexpr int kSteps = 12;
+  const int64_t row_bytes = 2 * (*device)->info().vocab_size;  // the narrowest float logits
+  const std::pair<const char*, SamplingParams> kRuns[] = {{"temperature 0.8, top_k 50", sampled},
+                                                          {"package defaults", package_defaults},
+                                                          {"greedy with logprobs", with_logprobs}};
+  for (const auto& [what, sampling] : kRuns) {
+    auto want = generate(**cpu, *prompts, sampling, kSteps);
+    ASSERT_TRUE(want.is_ok()) << what << ": " << want.status().message();
+    const int64_t before = scope.device->downloaded_bytes;
+    auto got = generate(**device, *prompts, sampling, kSteps);
+    ASSERT_TRUE(got.is_ok()) << what << ": " << got.status().message();
+    EXPECT_EQ(*got, *want) << what;
+    EXPECT_GE(scope.device->downloaded_bytes - before, kSteps * static_cast<int64_t>(prompts->size()) * row_bytes)
+        << what << ": the logits come to the host";
+  }
 }
 
 // A concatenated cache (standard-style graph) re-lays its rows out when rewound: through the

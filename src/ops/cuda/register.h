@@ -11,6 +11,7 @@ void register_quantized_matmul_cuda_kernels(OpRegistry& registry);
 void register_attention_cuda_kernels(OpRegistry& registry);
 void register_elementwise_cuda_kernels(OpRegistry& registry);
 void register_gather_cuda_kernels(OpRegistry& registry);
+void register_reduce_cuda_kernels(OpRegistry& registry);
 
 inline void register_all_cuda_kernels(OpRegistry& registry) {
   register_normalization_cuda_kernels(registry);
@@ -18,6 +19,7 @@ inline void register_all_cuda_kernels(OpRegistry& registry) {
   register_attention_cuda_kernels(registry);
   register_elementwise_cuda_kernels(registry);
   register_gather_cuda_kernels(registry);
+  register_reduce_cuda_kernels(registry);
 }
 
 }  // namespace onnx_genai
