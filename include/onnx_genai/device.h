@@ -35,6 +35,8 @@ class Allocator {
   virtual Status copy_rows(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t row_bytes,
                            size_t rows) = 0;
   virtual Status zero(void* dst, size_t bytes) = 0;  // complete on return
+  // Bytes this memory has free, for out-of-memory messages; 0 when it cannot say.
+  virtual size_t free_bytes() const { return 0; }
 };
 
 // 64-byte aligned host memory (one cache line, one AVX-512 register).

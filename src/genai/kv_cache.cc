@@ -49,7 +49,7 @@ Result<KvCache::Buffer> KvCache::allocate(int64_t positions) const {
   auto* data = static_cast<std::byte*>(memory.allocate(size));
   if (data == nullptr) {
     return OG_ERROR("KV cache: cannot allocate ", size, " bytes for ", positions, " positions on ",
-                    memory.device().to_string());
+                    memory.device().to_string(), " (", memory.free_bytes(), " bytes free)");
   }
   Buffer buffer(data, [&memory](std::byte* p) { memory.deallocate(p); });
   // Zeroed: attention may read past a row's length (as zero-weighted keys), never garbage NaNs.

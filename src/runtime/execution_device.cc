@@ -15,7 +15,7 @@ Result<std::shared_ptr<void>> ExecutionDevice::upload(const Tensor& host) {
   void* data = memory.allocate(bytes);
   if (data == nullptr) {
     return OG_ERROR("out of memory on ", device().to_string(), ": ", bytes, " bytes needed for a constant, ",
-                    free_bytes(), " free");
+                    memory.free_bytes(), " free");
   }
   std::shared_ptr<void> owned(data, [&memory](void* p) { memory.deallocate(p); });
   if (bytes > 0) OG_RETURN_IF_ERROR(copy_to_device(data, host.raw(), bytes));
@@ -40,7 +40,6 @@ class CudaExecutionDevice final : public ExecutionDevice {
   Device device() const override { return {DeviceType::kCuda, index_}; }
   Allocator& allocator() override { return cuda::cuda_allocator(index_); }
   void* stream() const override { return stream_.handle(); }
-  size_t free_bytes() const override { return cuda::free_device_bytes(index_); }
   Status activate() override { return cuda::use_device(index_); }
 
   Status copy_to_device(void* device_dst, const void* host_src, size_t bytes) override {

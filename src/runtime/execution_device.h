@@ -22,7 +22,6 @@ class ExecutionDevice {
   virtual DeviceType kernel_device() const { return device().type; }
   virtual Allocator& allocator() = 0;
   virtual void* stream() const = 0;  // handed to kernels as KernelContext::stream
-  virtual size_t free_bytes() const = 0;  // for out-of-memory messages
   // Makes this device the calling thread's current one (before a run launches anything).
   virtual Status activate() = 0;
 

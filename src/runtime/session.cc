@@ -152,7 +152,7 @@ Status Session::Impl::ensure_arenas(const ExecutionPlan& plan) {
   stats.arena_bytes = arena.bytes();
   if (device) {
     Status reserved = device_arena.reserve(device->allocator(), plan.device_arena_bytes());
-    if (!reserved.is_ok()) return OG_ERROR(reserved.message(), " (", device->free_bytes(), " bytes free)");
+    if (!reserved.is_ok()) return OG_ERROR(reserved.message(), " (", device->allocator().free_bytes(), " bytes free)");
     stats.device_arena_bytes = device_arena.bytes();
   }
   return Status::ok();

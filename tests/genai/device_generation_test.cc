@@ -23,58 +23,10 @@ namespace onnx_genai {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::StandInDevice;
 using testing::StandInMemory;
+using testing::StandInScope;
 
 const Device kStandIn{DeviceType::kCuda, 0};
-
-// The stand-in device, counting the bytes it copies to the host.
-class CountingDevice final : public ExecutionDevice {
- public:
-  explicit CountingDevice(StandInMemory& memory) : device_(memory, DeviceType::kCpu) {}
-  Device device() const override { return device_.device(); }
-  DeviceType kernel_device() const override { return device_.kernel_device(); }
-  Allocator& allocator() override { return device_.allocator(); }
-  void* stream() const override { return device_.stream(); }
-  size_t free_bytes() const override { return device_.free_bytes(); }
-  Status activate() override { return device_.activate(); }
-  Status copy_to_device(void* dst, const void* src, size_t bytes) override {
-    return device_.copy_to_device(dst, src, bytes);
-  }
-  Status copy_to_host(void* dst, const void* src, size_t bytes) override {
-    downloaded_bytes += static_cast<int64_t>(bytes);
-    return device_.copy_to_host(dst, src, bytes);
-  }
-  Status copy_on_device(void* dst, const void* src, size_t bytes) override {
-    return device_.copy_on_device(dst, src, bytes);
-  }
-  Status synchronize() override { return device_.synchronize(); }
-
-  int64_t downloaded_bytes = 0;
-
- private:
-  StandInDevice device_;
-};
-
-// While alive, a session asked for cuda:0 gets a stand-in device over `memory` running the CPU
-// kernels; `opened` counts the devices made and `device` is the last one (alive while its
-// session is).
-class StandInScope {
- public:
-  explicit StandInScope(StandInMemory& memory) {
-    set_execution_device_opener_for_tests([&memory, this](Device) -> Result<std::unique_ptr<ExecutionDevice>> {
-      ++opened;
-      auto made = std::make_unique<CountingDevice>(memory);
-      device = made.get();
-      return std::unique_ptr<ExecutionDevice>(std::move(made));
-    });
-  }
-  ~StandInScope() { set_execution_device_opener_for_tests(nullptr); }
-  StandInScope(const StandInScope&) = delete;
-  StandInScope& operator=(const StandInScope&) = delete;
-  int opened = 0;
-  CountingDevice* device = nullptr;
-};
 
 Result<std::unique_ptr<genai::Model>> load(const fs::path& dir, Device device) {
   genai::ModelOptions options;
@@ -166,6 +118,36 @@ TEST(DeviceGeneration, DefaultModelOnAStandInDeviceGivesTheCpuTokensAndPerplexit
   auto got_ppl = genai::evaluate_perplexity(**device, *ids, windows);
   ASSERT_TRUE(got_ppl.is_ok()) << got_ppl.status().message();
   EXPECT_EQ(got_ppl->nll, want_ppl->nll);
+}
+
+// Out of device memory when admitting a request (its KV cache or activations do not fit): an
+// error naming the bytes needed and free, and the model goes on serving requests that fit.
+TEST(DeviceGeneration, OutOfDeviceMemoryIsAnErrorAndTheModelServesTheNextRequest) {
+  StandInMemory memory;
+  StandInScope scope(memory);
+  auto device = load(kPackage, kStandIn);
+  ASSERT_TRUE(device.is_ok()) << device.status().message();
+  auto small = encode_all(**device, {"And God said"});
+  ASSERT_TRUE(small.is_ok()) << small.status().message();
+  auto want = greedy(**device, *small, 8);  // uploads the weights and sizes the arenas
+  ASSERT_TRUE(want.is_ok()) << want.status().message();
+
+  memory.capacity = memory.capacity - memory.free_bytes() + (256 << 10);  // 256 KiB left
+  auto one = encode_all(**device, {"The quick brown fox jumps over the lazy dog, and the dog sleeps on"});
+  ASSERT_TRUE(one.is_ok()) << one.status().message();
+  const Rows big(32, one->front());
+  auto refused = greedy(**device, big, 8);
+  ASSERT_FALSE(refused.is_ok()) << "a batch of 32 fits in 256 KiB";
+  const std::string& message = refused.status().message();
+  std::printf("[ refused  ] %s\n", message.c_str());
+  EXPECT_NE(message.find("bytes"), std::string::npos) << message;
+  EXPECT_NE(message.find("free"), std::string::npos) << message;
+  EXPECT_NE(message.find("cuda:0"), std::string::npos) << message;
+  EXPECT_EQ(message.find('\n'), std::string::npos) << "one line: " << message;
+
+  auto again = greedy(**device, *small, 8);
+  ASSERT_TRUE(again.is_ok()) << again.status().message();
+  EXPECT_EQ(*again, *want);
 }
 
 // Runs that need each row's logits on the host bring them down (a row per sequence and step at

@@ -22,8 +22,8 @@ namespace onnx_genai {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::StandInDevice;
 using testing::StandInMemory;
+using testing::StandInScope;
 
 constexpr int kDecodeSteps = 24;
 const fs::path kPackage = fs::path(testing::source_dir()) / "models" / "debian-prose-11m";
@@ -83,18 +83,6 @@ void expect_replayed_decode(const SessionStats& stats) {
   EXPECT_EQ(stats.graph_captures, stats.last_plan_graph_segments);
   EXPECT_EQ(stats.graph_replays, stats.last_plan_graph_segments * (kDecodeSteps - 1));
 }
-
-class StandInScope {
- public:
-  explicit StandInScope(StandInMemory& memory) {
-    set_execution_device_opener_for_tests([&memory](Device) -> Result<std::unique_ptr<ExecutionDevice>> {
-      return std::unique_ptr<ExecutionDevice>(new StandInDevice(memory, DeviceType::kCpu));
-    });
-  }
-  ~StandInScope() { set_execution_device_opener_for_tests(nullptr); }
-  StandInScope(const StandInScope&) = delete;
-  StandInScope& operator=(const StandInScope&) = delete;
-};
 
 class DeviceGraphs : public ::testing::TestWithParam<size_t> {};
 

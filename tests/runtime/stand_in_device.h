@@ -21,14 +21,24 @@ class StandInMemory final : public Allocator {
  public:
   Device device() const override { return {DeviceType::kCuda, 0}; }
   void* allocate(size_t bytes) override {
+    if (bytes > free_bytes()) return nullptr;  // as a GPU does past its memory
     void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
-    if (p != nullptr) blocks_[static_cast<char*>(p)] = bytes;
+    if (p != nullptr) {
+      blocks_[static_cast<char*>(p)] = bytes;
+      used_ += bytes;
+    }
     return p;
   }
   void deallocate(void* p) override {
-    blocks_.erase(static_cast<char*>(p));
+    auto it = blocks_.find(static_cast<char*>(p));
+    if (it != blocks_.end()) {
+      used_ -= it->second;
+      blocks_.erase(it);
+    }
     std::free(p);
   }
+  size_t free_bytes() const override { return capacity > used_ ? capacity - used_ : 0; }
+  size_t capacity = size_t{1} << 40;  // a test shrinks it to run out of memory
   Status copy_rows(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t row_bytes,
                    size_t rows) override {
     return cpu_allocator().copy_rows(dst, dst_pitch, src, src_pitch, row_bytes, rows);
@@ -45,6 +55,7 @@ class StandInMemory final : public Allocator {
 
  private:
   std::map<char*, size_t> blocks_;
+  size_t used_ = 0;
 };
 
 // `memory` outlives the device (the device's uploaded constants go back to it when it dies).
@@ -57,7 +68,6 @@ class StandInDevice final : public ExecutionDevice {
   DeviceType kernel_device() const override { return kernels_; }
   Allocator& allocator() override { return memory_; }
   void* stream() const override { return const_cast<int*>(&stream_tag_); }
-  size_t free_bytes() const override { return size_t{1} << 30; }
   Status activate() override { return Status::ok(); }
   Status copy_to_device(void* dst, const void* src, size_t bytes) override {
     EXPECT_TRUE(memory_.owns(dst) && !memory_.owns(src)) << "a copy to the device goes from host to device memory";
@@ -69,6 +79,7 @@ class StandInDevice final : public ExecutionDevice {
     EXPECT_TRUE(!memory_.owns(dst) && memory_.owns(src)) << "a copy to the host goes from device to host memory";
     std::memcpy(dst, src, bytes);
     ++downloads;
+    downloaded_bytes += static_cast<int64_t>(bytes);
     return Status::ok();
   }
   Status copy_on_device(void* dst, const void* src, size_t bytes) override {
@@ -92,6 +103,7 @@ class StandInDevice final : public ExecutionDevice {
 
   const StandInMemory& memory() const { return memory_; }
   int uploads = 0, downloads = 0, syncs = 0;
+  int64_t downloaded_bytes = 0;
   bool recordable = true;
   bool refuse_recording = false;  // as a GPU refuses work that synchronises or allocates
   int recordings = 0, replays = 0;
@@ -113,6 +125,26 @@ class StandInDevice final : public ExecutionDevice {
   StandInMemory& memory_;
   DeviceType kernels_;
   int stream_tag_ = 0;
+};
+
+// While alive, a session asked for a GPU gets a stand-in device over `memory` running the CPU
+// kernels (a whole model in host memory); `opened` counts the devices made and `device` is the
+// last one (alive while its session is).
+class StandInScope {
+ public:
+  explicit StandInScope(StandInMemory& memory) {
+    set_execution_device_opener_for_tests([&memory, this](Device) -> Result<std::unique_ptr<ExecutionDevice>> {
+      ++opened;
+      auto made = std::make_unique<StandInDevice>(memory, DeviceType::kCpu);
+      device = made.get();
+      return std::unique_ptr<ExecutionDevice>(std::move(made));
+    });
+  }
+  ~StandInScope() { set_execution_device_opener_for_tests(nullptr); }
+  StandInScope(const StandInScope&) = delete;
+  StandInScope& operator=(const StandInScope&) = delete;
+  int opened = 0;
+  StandInDevice* device = nullptr;
 };
 
 }  // namespace onnx_genai::testing

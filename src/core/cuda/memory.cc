@@ -77,6 +77,7 @@ class CudaAllocator final : public Allocator {
     DeviceScope scope(index_);
     return cuda_status(cudaMemset(dst, 0, bytes), "zero device memory");
   }
+  size_t free_bytes() const override { return free_device_bytes(index_); }
 
  private:
   int index_;
