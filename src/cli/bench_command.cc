@@ -24,6 +24,7 @@ struct BenchOptions {
   int64_t prompt_len = 128;
   int64_t gen_len = 64;
   int64_t repeat = 3;
+  int64_t step_tokens = 1;  // tokens fed per decode step: K > 1 is a speculative verify's shape
   genai::ModelOptions model;  // --threads, --device
   bool json = false;
   bool all_logits = false;  // run the LM head over every prompt position, as the graph asks
@@ -36,6 +37,7 @@ Result<BenchOptions> parse_bench_options(std::span<const std::string> args) {
   table.valued["--prompt-len"] = integer_option(o.prompt_len, 1, kMaxTokens);
   table.valued["--gen-len"] = integer_option(o.gen_len, 1, kMaxTokens);
   table.valued["--repeat"] = integer_option(o.repeat, 1, 1000);
+  table.valued["--step-tokens"] = integer_option(o.step_tokens, 1, 16);
   add_model_options(table, o.model);
   table.flags = {{"--json", &o.json}, {"--all-logits", &o.all_logits}};
   OG_RETURN_IF_ERROR(parse_options(args, table, o.model_path));
@@ -57,19 +59,24 @@ struct RunTimes {
   genai::GenerationStats stats;
 };
 
-Result<RunTimes> time_one_run(const genai::Model& model, const genai::GeneratorParams& params) {
+// With step_tokens K > 1, each decode step first appends K - 1 tokens (`filler`), so the decoder
+// runs K positions and one is sampled: the cost of a speculative verify of K drafted tokens.
+// Appended tokens count as prompt, so such a run is max_new_tokens steps, not a token count.
+Result<RunTimes> time_one_run(const genai::Model& model, const genai::GeneratorParams& params,
+                              std::span<const int32_t> filler) {
   OG_ASSIGN_OR_RETURN(auto generator, genai::Generator::create(model, params));
   RunTimes times;
   auto start = Clock::now();
   OG_RETURN_IF_ERROR(generator->generate_next());
   times.first_token_seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  while (!generator->is_done()) {
+  for (int64_t step = 1; filler.empty() ? !generator->is_done() : step < params.max_new_tokens; ++step) {
     start = Clock::now();
+    if (!filler.empty()) OG_RETURN_IF_ERROR(generator->append_tokens(filler));
     OG_RETURN_IF_ERROR(generator->generate_next());
     times.step_seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
   }
   const size_t generated = generator->tokens(0).size() - generator->prompt_length(0);
-  if (generated != static_cast<size_t>(params.max_new_tokens)) {
+  if (filler.empty() && generated != static_cast<size_t>(params.max_new_tokens)) {
     return OG_ERROR("generated ", generated, " tokens instead of ", params.max_new_tokens, " (",
                     genai::finish_reason_name(generator->finish_reason(0)), ")");
   }
@@ -104,10 +111,20 @@ nlohmann::ordered_json summarize(const BenchOptions& options, const std::vector<
     steps.insert(steps.end(), run.step_seconds.begin(), run.step_seconds.end());
   }
   const auto rate = [](double count, double seconds) { return seconds > 0 ? count / seconds : 0.0; };
+  double step_seconds = 0;
+  for (double s : steps) step_seconds += s;
+  if (options.step_tokens > 1) {
+    // The generator counts runs of several tokens as prefill: take the bench's own clocks.
+    prefill_tokens = static_cast<double>(options.prompt_len * options.repeat);
+    prefill_seconds = ttft;
+    decode_steps = static_cast<double>(steps.size());
+    decode_seconds = step_seconds;
+  }
   return {{"prompt_len", options.prompt_len}, {"gen_len", options.gen_len}, {"repeat", options.repeat},
-          {"threads", options.model.num_threads},
+          {"threads", options.model.num_threads}, {"step_tokens", options.step_tokens},
           {"prefill_tok_s", rate(prefill_tokens, prefill_seconds)},
           {"decode_tok_s", rate(decode_steps, decode_seconds)},
+          {"decode_step_ms", steps.empty() ? 0.0 : step_seconds / static_cast<double>(steps.size()) * 1e3},
           {"ttft_ms", ttft / static_cast<double>(runs.size()) * 1e3},
           {"itl_p50_ms", percentile(steps, 50) * 1e3},
           {"itl_p90_ms", percentile(steps, 90) * 1e3},
@@ -130,6 +147,10 @@ void print_table(const nlohmann::ordered_json& summary) {
               summary["prompt_len"].get<long long>(), summary["gen_len"].get<long long>(),
               summary["repeat"].get<long long>(), summary["threads"].get<long long>(),
               summary["device"].get<std::string>().c_str());
+  if (summary["step_tokens"].get<long long>() > 1) {
+    std::printf("  decode steps of %lld tokens (one sampled): %.3f ms per step\n", summary["step_tokens"].get<long long>(),
+                summary["decode_step_ms"].get<double>());
+  }
   std::printf("  prefill       %10.1f tok/s\n", summary["prefill_tok_s"].get<double>());
   std::printf("  decode        %10.1f tok/s\n", summary["decode_tok_s"].get<double>());
   std::printf("  TTFT          %10.2f ms\n", summary["ttft_ms"].get<double>());
@@ -161,9 +182,11 @@ int run_bench(std::span<const std::string> args) {
   if (!model.is_ok()) return report(kExitBadInput, model.status().message());
 
   const int64_t context = (*model)->info().context_length;
-  if (context > 0 && options->prompt_len + options->gen_len > context) {
+  const int64_t fed = options->prompt_len + options->gen_len * options->step_tokens;
+  if (context > 0 && fed > context) {
     return report(kExitBadInput, "--prompt-len " + std::to_string(options->prompt_len) + " + --gen-len " +
-                                     std::to_string(options->gen_len) + " exceeds the context length " +
+                                     std::to_string(options->gen_len) + " x --step-tokens " +
+                                     std::to_string(options->step_tokens) + " exceeds the context length " +
                                      std::to_string(context));
   }
   genai::GeneratorParams params = (*model)->default_params();
@@ -178,12 +201,13 @@ int run_bench(std::span<const std::string> args) {
   int64_t vocab = (*model)->info().vocab_size;
   if (const Tokenizer* tokenizer = (*model)->tokenizer()) vocab = std::min<int64_t>(vocab, tokenizer->vocab_size());
   params.prompts = {synthetic_prompt(options->prompt_len, vocab)};
+  const std::vector<int32_t> filler = synthetic_prompt(options->step_tokens - 1, vocab);
   // The warm-up also validates the lengths against the context before anything is measured.
-  auto warm_up = time_one_run(**model, params);
+  auto warm_up = time_one_run(**model, params, filler);
   if (!warm_up.is_ok()) return report(kExitBadInput, warm_up.status().message());
   std::vector<RunTimes> runs;
   for (int64_t r = 0; r < options->repeat; ++r) {
-    auto run = time_one_run(**model, params);
+    auto run = time_one_run(**model, params, filler);
     if (!run.is_ok()) return report(kExitFailed, run.status().message());
     runs.push_back(std::move(*run));
   }

@@ -38,7 +38,8 @@ Status DecoderRunner::run(std::span<const RunRow> rows, size_t first, KvCache& c
                     width, " new positions reaching ", total);
   }
   OG_RETURN_IF_ERROR(cache.reserve(total));
-  const int64_t mask_width = mask_at_capacity_ && io_.shared_buffer && width == 1 ? cache.capacity() : total;
+  const bool continues = cache.length() > 0 && width <= kMaxStepWidthAtCapacity;
+  const int64_t mask_width = mask_at_capacity_ && io_.shared_buffer && continues ? cache.capacity() : total;
   OG_RETURN_IF_ERROR(fill_inputs(rows, width, mask_width));
   bind_cache(cache, first, static_cast<int64_t>(rows.size()), width);
   OG_RETURN_IF_ERROR(bind_logits(static_cast<int64_t>(rows.size()), width));

@@ -12,9 +12,11 @@
 // A concatenated cache needs every row at the cache's length (left padding keeps rows aligned),
 // so T = length + S and present is [rows, heads, T, head_size]. A shared cache is bound whole; the
 // mask's row sums tell the graph where each row's new positions go. With `mask_at_capacity`,
-// single-token steps over a shared cache pass T = the cache capacity (zeros past each row), so
-// every decode step has the same input shapes and replays one execution plan until the cache
-// grows; onnxruntime-genai feeds GroupQueryAttention models such a static mask under graph capture.
+// steps of up to kMaxStepWidthAtCapacity tokens that continue a shared cache pass T = the cache
+// capacity (zeros past each row), so every decode step of a width (one token; a speculative
+// verify of K) has the same input shapes and replays one execution plan, and one recorded CUDA
+// graph, until the cache grows; onnxruntime-genai feeds GroupQueryAttention models such a static
+// mask under graph capture.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +30,8 @@
 namespace onnx_genai::genai {
 
 inline constexpr int32_t kPadSlot = -1;
+// The widest step (tokens per row) fed with a capacity-wide mask (see above).
+inline constexpr int64_t kMaxStepWidthAtCapacity = 16;
 
 // What runs leave for each batch row at its last fed position.
 struct LastPositions {

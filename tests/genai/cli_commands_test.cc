@@ -212,6 +212,16 @@ TEST_F(CliCommands, BenchJsonHasPositiveNumbers) {
   const CommandResult table = cli("bench " + shell_quote(dir_.string()) + " --prompt-len 4 --gen-len 3 --repeat 1");
   EXPECT_EQ(table.exit_code, 0) << table.err;
   EXPECT_NE(table.out.find("decode"), std::string::npos) << table.out;
+  // Steps of 4 tokens (3 appended, one sampled): the step count and its rate, not the generator's
+  // split into prefill and decode, which counts every multi-token run as prefill.
+  const CommandResult verify =
+      cli("bench " + shell_quote(dir_.string()) + " --prompt-len 8 --gen-len 5 --repeat 1 --step-tokens 4 --json");
+  ASSERT_EQ(verify.exit_code, 0) << verify.err;
+  const nlohmann::json steps = nlohmann::json::parse(verify.out, nullptr, false);
+  ASSERT_TRUE(steps.is_object()) << verify.out;
+  EXPECT_EQ(steps["step_tokens"], 4);
+  EXPECT_GT(steps["decode_tok_s"].get<double>(), 0.0);
+  EXPECT_NEAR(steps["decode_step_ms"].get<double>(), 1e3 / steps["decode_tok_s"].get<double>(), 1e-6);
 }
 
 TEST_F(CliCommands, RunAnswersOverAPipe) {
@@ -255,6 +265,10 @@ TEST_F(CliCommands, BadInputExitsTwoWithOneLine) {
   expect_bad_input("show " + shell_quote(empty.string()), "no genai_config.json or config.json");
   expect_bad_input("bench " + model + " --repeat 0", "--repeat wants an integer in [1, 1000], got '0'");
   expect_bad_input("bench " + model + " --prompt-len 250 --gen-len 10", "exceeds the context length 256");
+  expect_bad_input("bench " + model + " --step-tokens 17", "--step-tokens wants an integer in [1, 16], got '17'");
+  expect_bad_input("bench " + model + " --prompt-len 100 --gen-len 20 --step-tokens 8",
+                   "--prompt-len 100 + --gen-len 20 x --step-tokens 8 exceeds the context length 256");
+  expect_bad_input("bench " + model + " --cuda-graphs maybe", "--cuda-graphs wants on or off, got 'maybe'");
   expect_bad_input("bench " + shell_quote(empty.string()), "no genai_config.json or config.json");
   expect_bad_input("run " + model + " --bogus", "unknown option '--bogus'");
   expect_bad_input("run " + shell_quote(int4_dir_.string()), "has no tokenizer.json");

@@ -2,9 +2,10 @@
 // allocated for the whole context and the mask as wide as the cache, every decode step binds the
 // same buffers: the first decode step runs kernel by kernel, the second records, every later one
 // is one replay per segment, and the decode plan is a single segment (host inputs go up first,
-// outputs come down last).
+// outputs come down last). So at M=1 (batch 1), batch 8, and M=8 (steps feeding 8 tokens, a
+// speculative verify's shape: 7 appended, one sampled).
 //   - On a stand-in device (host memory running the CPU kernels: tests/runtime/stand_in_device.h)
-//     everywhere: tokens equal a CPU session's exactly, at batch 1 and batch 8.
+//     everywhere: tokens equal a CPU session's exactly.
 //   - On a GPU where there is one: tokens equal the same GPU's with graphs off, and the replayed
 //     steps allocate no device memory.
 #include <gtest/gtest.h>
@@ -42,8 +43,14 @@ int64_t device_allocations() {
 #endif
 }
 
-// `batch` prompts of different lengths (a ragged batch), greedy, kDecodeSteps decode steps.
-Result<GraphRun> run(Device device, bool graphs, size_t batch) {
+struct StepShape {
+  size_t batch = 1;
+  size_t step_tokens = 1;  // tokens fed per decode step (step_tokens - 1 appended)
+};
+
+// `shape.batch` prompts of different lengths (a ragged batch), greedy, kDecodeSteps decode steps.
+Result<GraphRun> run(Device device, bool graphs, StepShape shape) {
+  const size_t batch = shape.batch;
   genai::ModelOptions options;
   options.num_threads = 2;
   options.device = device;
@@ -61,10 +68,15 @@ Result<GraphRun> run(Device device, bool graphs, size_t batch) {
   }
   OG_ASSIGN_OR_RETURN(auto generator, genai::Generator::create(*model, params));
   GraphRun result;
+  const std::vector<int32_t> drafted(shape.step_tokens - 1, 42);
+  const auto step = [&](int index) -> Status {
+    if (index > 0 && !drafted.empty()) OG_RETURN_IF_ERROR(generator->append_tokens(drafted));
+    return generator->generate_next();
+  };
   // Prefill, then two decode steps: the second records.
-  for (int step = 0; step < 3; ++step) OG_RETURN_IF_ERROR(generator->generate_next());
+  for (int i = 0; i < 3; ++i) OG_RETURN_IF_ERROR(step(i));
   const int64_t allocations = device_allocations();
-  for (int step = 3; step <= kDecodeSteps; ++step) OG_RETURN_IF_ERROR(generator->generate_next());
+  for (int i = 3; i <= kDecodeSteps; ++i) OG_RETURN_IF_ERROR(step(i));
   if (device.type == DeviceType::kCuda) result.allocations_while_replaying = device_allocations() - allocations;
   for (size_t b = 0; b < batch; ++b) {
     const auto tokens = generator->tokens(b);
@@ -84,7 +96,7 @@ void expect_replayed_decode(const SessionStats& stats) {
   EXPECT_EQ(stats.graph_replays, stats.last_plan_graph_segments * (kDecodeSteps - 1));
 }
 
-class DeviceGraphs : public ::testing::TestWithParam<size_t> {};
+class DeviceGraphs : public ::testing::TestWithParam<StepShape> {};
 
 TEST_P(DeviceGraphs, StandInDecodeStepsReplayAndGiveTheCpuTokens) {
   auto cpu = run(Device::cpu(), true, GetParam());
@@ -112,16 +124,19 @@ TEST_P(DeviceGraphs, GpuDecodeStepsReplayWithoutAllocatingAndGiveTheUnrecordedTo
   ASSERT_TRUE(recorded.is_ok()) << recorded.status().message();
   EXPECT_EQ(recorded->tokens, eager->tokens);
   EXPECT_EQ(recorded->allocations_while_replaying, 0);
-  std::printf("[ graphs   ] batch %zu: %lld segments per decode step, %lld captures, %lld replays, %lld of %lld steps on the GPU\n",
-              GetParam(), static_cast<long long>(recorded->stats.last_plan_graph_segments),
+  std::printf("[ graphs   ] batch %zu, %zu tokens per step: %lld segments per decode step, %lld captures, %lld replays, "
+              "%lld of %lld steps on the GPU\n",
+              GetParam().batch, GetParam().step_tokens, static_cast<long long>(recorded->stats.last_plan_graph_segments),
               static_cast<long long>(recorded->stats.graph_captures), static_cast<long long>(recorded->stats.graph_replays),
               static_cast<long long>(recorded->stats.last_plan_device_steps),
               static_cast<long long>(recorded->stats.last_plan_steps));
   expect_replayed_decode(recorded->stats);
 }
 
-INSTANTIATE_TEST_SUITE_P(Batch, DeviceGraphs, ::testing::Values(size_t{1}, size_t{8}),
-                         [](const ::testing::TestParamInfo<size_t>& info) { return "batch" + std::to_string(info.param); });
+INSTANTIATE_TEST_SUITE_P(Shapes, DeviceGraphs, ::testing::Values(StepShape{1, 1}, StepShape{8, 1}, StepShape{1, 8}),
+                         [](const ::testing::TestParamInfo<StepShape>& info) {
+                           return "batch" + std::to_string(info.param.batch) + "_step" + std::to_string(info.param.step_tokens);
+                         });
 
 }  // namespace
 }  // namespace onnx_genai
