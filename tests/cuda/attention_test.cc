@@ -1,12 +1,15 @@
 // com.microsoft GroupQueryAttention: CUDA kernel against the CPU kernel on random decode and
 // prompt cases (ragged seqlens_k, shared and separate past/present, packed and separate QKV, GQA
 // ratios, head sizes, rotary variants, softcap, local windows, bias / head sink / smooth softmax,
-// f32 / f16 / bf16), a 4096-key decode (timed), and inputs the CUDA kernel rejects.
+// f32 / f16 / bf16), decodes split over long caches, timed decodes, and inputs the CUDA kernel
+// rejects.
 //
 // Shared past/present (the runtime's KV cache) cannot go through the harness's run_on_cuda,
 // which gives every output its own buffer: run_gqa below passes the past buffers as present on
 // both sides and reads them back as the present outputs.
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "core/cuda/cuda_check.h"
 #include "cuda_test_util.h"
@@ -110,9 +113,13 @@ std::vector<Tensor> make_inputs(const GqaCase& c, CudaNode& spec, std::mt19937& 
 }
 
 struct TimedRuns {
-  int runs = 0;
-  double us_per_run = 0;
+  int runs = 0;    // replays per timed batch
+  int caches = 1;  // copies of the shared KV cache the replays rotate over (caches > 1: not L2-resident)
+  double us_per_run = 0;  // the median batch's
 };
+
+constexpr int kTimedBatches = 5;
+constexpr float kWarmUpMs = 20.0f;  // of replays before timing: the clocks come up from idle
 
 // Device memory of at least 16 bytes (key / value may hold no rows).
 Result<cuda::DeviceBuffer> device_copy(const Tensor& t, const cuda::Stream& stream) {
@@ -122,35 +129,41 @@ Result<cuda::DeviceBuffer> device_copy(const Tensor& t, const cuda::Stream& stre
   return buffer;
 }
 
-// Captures one run of the kernel in a CUDA graph and times `timed.runs` replays with events:
-// the kernel's time without host launch overhead, and proof that run() is capture-safe (a
-// decode step rewrites the same rows, so the replays leave the outputs the test compares).
-Status time_graph_replays(const OpKernel& kernel, const KernelContext& ctx, const cuda::Stream& stream, TimedRuns& timed) {
-  const auto s = static_cast<cudaStream_t>(stream.handle());
-  OG_RETURN_IF_ERROR(cuda::cuda_status(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "begin capture"));
-  const Status captured = kernel.run(ctx);
-  cudaGraph_t graph = nullptr;
-  const Status ended = cuda::cuda_status(cudaStreamEndCapture(s, &graph), "end capture");
-  OG_RETURN_IF_ERROR(captured);
-  OG_RETURN_IF_ERROR(ended);
-  cudaGraphExec_t exec = nullptr;
-  cudaEvent_t start = nullptr, stop = nullptr;
-  Status status = cuda::cuda_status(cudaGraphInstantiate(&exec, graph, 0), "instantiate graph");
-  if (status.is_ok()) status = cuda::cuda_status(cudaEventCreate(&start), "event");
-  if (status.is_ok()) status = cuda::cuda_status(cudaEventCreate(&stop), "event");
-  if (status.is_ok()) status = cuda::cuda_status(cudaGraphLaunch(exec, s), "warm-up replay");
-  if (status.is_ok()) status = cuda::cuda_status(cudaEventRecord(start, s), "record");
-  for (int r = 0; status.is_ok() && r < timed.runs; ++r) status = cuda::cuda_status(cudaGraphLaunch(exec, s), "replay");
-  if (status.is_ok()) status = cuda::cuda_status(cudaEventRecord(stop, s), "record");
-  if (status.is_ok()) status = cuda::cuda_status(cudaEventSynchronize(stop), "synchronize");
-  float ms = 0.0f;
-  if (status.is_ok()) status = cuda::cuda_status(cudaEventElapsedTime(&ms, start, stop), "elapsed time");
-  timed.us_per_run = 1e3 * ms / timed.runs;
-  if (stop != nullptr) cudaEventDestroy(stop);
-  if (start != nullptr) cudaEventDestroy(start);
-  if (exec != nullptr) cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  return status;
+// Times the kernel on `ctx` and on timed.caches - 1 copies of its shared KV cache (past = present),
+// so that successive runs read different memory, as the layers of a model do.
+Status time_rotating_caches(const OpKernel& kernel, const KernelContext& ctx, bool shared, const cuda::Stream& stream,
+                            TimedRuns& timed) {
+  const int copies = shared ? timed.caches - 1 : 0;
+  std::vector<cuda::DeviceBuffer> buffers;
+  std::vector<std::vector<KernelTensor>> ins(static_cast<size_t>(copies)), outs(static_cast<size_t>(copies));
+  std::vector<KernelContext> ctxs{ctx};
+  for (int c = 0; c < copies; ++c) {
+    auto& in = ins[static_cast<size_t>(c)];
+    auto& out = outs[static_cast<size_t>(c)];
+    in.assign(ctx.inputs.begin(), ctx.inputs.end());
+    out.assign(ctx.outputs.begin(), ctx.outputs.end());
+    for (int i : {GqaParams::kPastKey, GqaParams::kPastValue}) {
+      KernelTensor& t = in[static_cast<size_t>(i)];
+      const auto bytes = static_cast<size_t>(dtype_storage_bytes(t.dtype, t.numel()));
+      OG_ASSIGN_OR_RETURN(buffers.emplace_back(), cuda::DeviceBuffer::allocate(bytes));
+      OG_RETURN_IF_ERROR(cuda::cuda_status(cudaMemcpyAsync(buffers.back().data(), t.data, bytes, cudaMemcpyDeviceToDevice,
+                                                           static_cast<cudaStream_t>(stream.handle())),
+                                           "copy of the KV cache"));
+      t.data = buffers.back().data();
+      out[static_cast<size_t>(i - GqaParams::kPastKey + 1)].data = t.data;
+    }
+    ctxs.push_back(KernelContext{in, out, ctx.workspace, nullptr, ctx.stream});
+  }
+  // One run per context in one graph, after a warm-up the median of kTimedBatches batches: the
+  // kernel's time without host launch overhead (a decode step rewrites the same rows, so the
+  // replays leave the outputs the test compares).
+  const auto run_all = [&]() -> Status {
+    for (const KernelContext& c : ctxs) OG_RETURN_IF_ERROR(kernel.run(c));
+    return Status::ok();
+  };
+  OG_ASSIGN_OR_RETURN(const double us, replay_microseconds(stream, run_all, timed.runs, kTimedBatches, kWarmUpMs));
+  timed.us_per_run = us / static_cast<double>(ctxs.size());
+  return stream.synchronize();
 }
 
 // Runs the node on the CPU (stream null) or the GPU; with `shared`, present_key / present_value
@@ -205,7 +218,7 @@ Result<std::vector<Tensor>> run_gqa(const Node& node, const std::vector<Tensor>&
     for (size_t i = 1; shared && i < outputs.size(); ++i) outputs[i] = host_in[GqaParams::kPastKey + i - 1];
     return outputs;
   }
-  if (timed != nullptr && timed->runs > 0) OG_RETURN_IF_ERROR(time_graph_replays(*prepared.kernel, ctx, *stream, *timed));
+  if (timed != nullptr && timed->runs > 0) OG_RETURN_IF_ERROR(time_rotating_caches(*prepared.kernel, ctx, shared, *stream, *timed));
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (!outputs[i].defined()) continue;
     OG_RETURN_IF_ERROR(cuda::copy_to_host(outputs[i].raw(), out[i].data, static_cast<size_t>(outputs[i].nbytes()), stream->handle()));
@@ -334,12 +347,11 @@ TEST_F(GroupQueryAttentionCuda, OptionalInputsMatchCpu) {
   }
 }
 
-// A decode at 4096 keys: the flash-decoding split. The f16 case (a 7-8B model's layer) is timed.
+// A decode at 4096 keys, batch 3 with ragged lengths: the split over the KV length.
 TEST_F(GroupQueryAttentionCuda, LongContextDecodeMatchesCpu) {
   for (DType dtype : kDtypes) {
     GqaCase c;
     c.dtype = dtype;
-    c.batch = dtype == DType::kF16 ? 1 : 3;
     c.num_heads = 32;
     c.kv_heads = 8;
     c.head_size = 128;
@@ -347,14 +359,71 @@ TEST_F(GroupQueryAttentionCuda, LongContextDecodeMatchesCpu) {
     c.shared = true;
     c.rotary = true;
     c.seqlens = {4095, 1000, 4000};
-    c.seqlens.resize(static_cast<size_t>(c.batch));
-    TimedRuns timed{dtype == DType::kF16 ? 200 : 0, 0};
+    check(c);
+  }
+}
+
+// Decodes split over a cache far longer than most rows (the runtime's fixed capacity, the mask
+// as wide as it): chunks past a row's keys, windows starting inside a chunk, head groups of one
+// to two mma tiles (16 query heads each), head sizes 8 / 72 (rounded up to 16) / 192 / 256,
+// separate and shared caches, no present outputs, no new key row, bias / softcap / sink / smooth.
+TEST_F(GroupQueryAttentionCuda, DecodeOverCapacityMatchesCpu) {
+  for (int trial = 0; trial < 30; ++trial) {
+    GqaCase c;
+    c.dtype = kDtypes[trial % 3];
+    c.batch = 2;
+    c.kv_heads = pick({1, 2});
+    c.num_heads = c.kv_heads * pick({3, 16, 20, 32});
+    c.head_size = pick({8, 72, 192, 256});
+    c.rotary = trial % 4 == 0;
+    c.softcap = trial % 5 == 1 ? 2.0f : 0.0f;
+    c.bias = trial % 4 == 2;
+    c.sink = trial % 5 == 3;
+    c.smooth = trial % 7 == 2;
+    c.window = trial % 4 == 1 ? uniform(1, 300) : -1;
+    c.present = trial % 7 != 6;
+    c.shared = c.present && trial % 2 == 0;
+    c.empty_new_kv = trial % 8 == 5;
+    c.total_len = uniform(600, 2100);
+    c.past_len = c.total_len + (c.shared || c.empty_new_kv ? uniform(0, 100) : 0);
+    const int64_t longest = std::min(c.total_len, c.past_len + (c.empty_new_kv ? 0 : 1));
+    c.seqlens = {static_cast<int32_t>(uniform(longest - 200, longest - 1)), static_cast<int32_t>(uniform(0, 150))};
+    check(c);
+  }
+}
+
+// f16 decodes (rotary, shared cache), each checked and timed. The replays rotate over copies of
+// the cache (128 MB in all where the cache is large, past the 50 MB L2), so K / V come from HBM as
+// they do in a model, where every layer has its own cache.
+TEST_F(GroupQueryAttentionCuda, DecodeTiming) {
+  struct Timing {
+    const char* label;
+    int64_t batch, heads, kv_heads, head_size, capacity, keys;
+  };
+  const Timing timings[] = {
+      {"f16 B1 N32/8 D128 4096 keys", 1, 32, 8, 128, 4096, 4096},
+      {"f16 B1 N32/8 D128 128 keys", 1, 32, 8, 128, 128, 128},
+      {"f16 B1 N32/8 D128 capacity 4096, 128 keys", 1, 32, 8, 128, 4096, 128},
+      {"f16 B1 N14/2 D64 128 keys", 1, 14, 2, 64, 128, 128},
+      {"f16 B1 N14/2 D64 2048 keys", 1, 14, 2, 64, 2048, 2048},
+      {"f16 B8 N32/8 D128 2048 keys", 8, 32, 8, 128, 2048, 2048},
+  };
+  for (const Timing& t : timings) {
+    GqaCase c;
+    c.batch = t.batch;
+    c.num_heads = t.heads;
+    c.kv_heads = t.kv_heads;
+    c.head_size = t.head_size;
+    c.total_len = c.past_len = t.capacity;
+    c.shared = true;
+    c.rotary = true;
+    c.seqlens.assign(static_cast<size_t>(t.batch), static_cast<int32_t>(t.keys - 1));
+    const double cache_bytes = 2.0 * t.batch * t.kv_heads * t.capacity * t.head_size * 2;
+    const double read_bytes = 2.0 * t.batch * t.kv_heads * t.keys * t.head_size * 2;
+    TimedRuns timed{100, static_cast<int>(std::clamp(std::ceil(128e6 / cache_bytes), 1.0, 8.0)), 0};
     check(c, &timed);
-    if (timed.runs > 0) {
-      const double bytes = 2.0 * c.kv_heads * 4096 * c.head_size * 2;
-      std::printf("  GQA decode f16 B1 N32/8 D128 4096 keys: %.2f us/run (CUDA graph replays), %.0f GB/s of K/V\n",
-                  timed.us_per_run, bytes / (timed.us_per_run * 1e3));
-    }
+    std::printf("  GQA decode %s: %.2f us/run (median of %d x %d CUDA graph replays over %d caches), %.0f GB/s of K/V\n",
+                t.label, timed.us_per_run, kTimedBatches, timed.runs, timed.caches, read_bytes / (timed.us_per_run * 1e3));
   }
 }
 

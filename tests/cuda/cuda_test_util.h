@@ -22,13 +22,16 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "core/cuda/cuda_check.h"
 #include "core/cuda/device.h"
+#include "core/cuda/graph.h"
 #include "core/cuda/memory.h"
 #include "core/cuda/stream.h"
 #include "graph/graph.h"
@@ -277,5 +280,38 @@ class CudaKernelTest : public ::testing::Test {
   std::map<std::string_view, double> worst_;
   std::mt19937 rng_{20261130};
 };
+
+// Microseconds per replay of what `queue` queues on `stream`, recorded once as a CUDA graph (which
+// also proves it capture-safe: no synchronisation, allocation or copy of data): replays for at
+// least `warm_up_ms` first, then the median of `batches` batches of `replays`, timed by events.
+inline Result<double> replay_microseconds(const cuda::Stream& stream, const std::function<Status()>& queue, int replays,
+                                          int batches = 1, float warm_up_ms = 0.0f) {
+  OG_ASSIGN_OR_RETURN(cuda::StreamGraph graph, cuda::StreamGraph::record(stream.handle(), queue));
+  const auto s = static_cast<cudaStream_t>(stream.handle());
+  cudaEvent_t start = nullptr, stop = nullptr;
+  Status status = cuda::cuda_status(cudaEventCreate(&start), "event");
+  if (status.is_ok()) status = cuda::cuda_status(cudaEventCreate(&stop), "event");
+  const auto time_replays = [&](int count, float& ms) {
+    Status st = cuda::cuda_status(cudaEventRecord(start, s), "record");
+    for (int r = 0; st.is_ok() && r < count; ++r) st = graph.replay(stream.handle());
+    if (st.is_ok()) st = cuda::cuda_status(cudaEventRecord(stop, s), "record");
+    if (st.is_ok()) st = cuda::cuda_status(cudaEventSynchronize(stop), "synchronize");
+    if (st.is_ok()) st = cuda::cuda_status(cudaEventElapsedTime(&ms, start, stop), "elapsed time");
+    return st;
+  };
+  float warm_ms = 0.0f;
+  for (int count = 1; status.is_ok() && (count == 1 || warm_ms < warm_up_ms); count *= 2) {
+    float ms = 0.0f;
+    status = time_replays(count, ms);
+    warm_ms += ms;
+  }
+  std::vector<float> timed;
+  for (int b = 0; status.is_ok() && b < batches; ++b) status = time_replays(replays, timed.emplace_back());
+  if (stop != nullptr) cudaEventDestroy(stop);
+  if (start != nullptr) cudaEventDestroy(start);
+  OG_RETURN_IF_ERROR(status);
+  std::sort(timed.begin(), timed.end());
+  return 1e3 * timed[timed.size() / 2] / replays;
+}
 
 }  // namespace onnx_genai::testing

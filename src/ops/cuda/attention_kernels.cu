@@ -1,6 +1,9 @@
 // com.microsoft GroupQueryAttention on the GPU (semantics: ops/schema/attention.h; reference:
-// ops/cpu/attention_gqa.cc). One run is up to four launches on the stream:
+// ops/cpu/attention_gqa.cc): plan, launches, and the kernels of prompts and f32 decodes. The f16 /
+// bf16 decode (S = 1), the step every generated token takes, runs on the tensor-core decode kernel
+// (attention_decode_kernels.cu), after gqa_copy_past_kernel when present is not the past buffer.
 //
+// Prompts, and decodes in f32 (no f32 tensor-core product with f32 accuracy): up to four launches.
 //   1. gqa_append_kernel     grid (S, B): per new token, rotates the query heads (do_rotary) into
 //                            the workspace [B, S, N, D] (rounded to T, as the CPU does) and writes
 //                            the token's K (rotated) and V rows into present at row offset_b + s.
@@ -17,90 +20,35 @@
 //                     softcap, attention_bias, masking (causal / window / chunk) -> p_s
 //          softmax    warp per vector: tile max, running (m, l), correction, p = e^(x - m)
 //          acc        thread per output dim: acc[v] = acc[v] * correction + sum_j p[v][j] V[j]
-//        Every K / V byte of the span crosses DRAM once per block, and all query heads sharing
-//        the KV head (GQA group) read it together.
-//        Decode (S = 1) splits [0, present_len) into `chunks` (flash decoding; the count comes
-//        from plan-time shapes only, so captured graphs stay valid): each block leaves partial
-//        (m, l, acc) in the workspace, f32.
-//   4. gqa_merge_kernel      grid (N, B): rescales and sums the partials of each (b, head).
+//        A decode (S = 1) splits [0, present_len) into `chunks`, each block leaving partial
+//        (m, l, acc) in the workspace.
+//   4. gqa_combine_kernel    grid (N, B), when the decode was split: rescales and sums the
+//                            partials of the chunks that hold the row's keys.
 //
 // Per batch entry b, seqlens_k[b] is read on the device (see row_keys): total_b, the causal
 // offset and the past rows to keep, exactly as the CPU kernel's plan_batches.
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "core/cuda/cuda_check.h"
-#include "ops/cuda/attention_kernels.h"
-#include "ops/cuda/device_types.cuh"
+#include "ops/cuda/attention_device.cuh"
 
 namespace onnx_genai::cuda {
 
 namespace {
 
-constexpr int kThreads = 128;    // attention and merge blocks
+constexpr int kThreads = 128;    // attention and combine blocks
 constexpr int kTileKeys = 64;    // keys per shared-memory tile
 constexpr int kAppendThreads = 256;
 constexpr int kCopyRows = 16;    // present rows per copy block
-// A decode split aims at this many blocks per SM, with at least kMinChunkKeys keys per chunk:
-// shorter chunks cost more in partials and merging than the extra parallelism gains.
+// The prompt kernel's decode split (f32) aims at this many blocks per SM, with at least
+// kMinChunkKeys keys per chunk: shorter chunks cost more in partials and merging than the extra
+// parallelism gains.
 constexpr int kBlocksPerSm = 2;
 constexpr int64_t kMinChunkKeys = 128;
-constexpr float kNegInf = -__builtin_huge_valf();
 
 static_assert(kThreads % kTileKeys == 0 && kTileKeys == 64, "the softmax step gives each lane two keys of a tile");
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-// CUDA's min / max are overloads, not templates: these keep every index computation in int64_t.
-__device__ __forceinline__ int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
-__device__ __forceinline__ int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
-size_t align256(size_t bytes) { return (bytes + 255) / 256 * 256; }
-
-// What seqlens_k says about batch entry b (ops/cpu/attention_gqa.cc, plan_batches). `valid` is
-// false where the CPU kernel fails the run.
-struct RowKeys {
-  int64_t total, offset, keep;
-  bool valid;
-};
-
-__device__ RowKeys row_keys(const GqaArgs& a, int64_t b) {
-  const int64_t last = a.seqlens_k[b];
-  RowKeys r;
-  r.total = last + 1;
-  r.offset = a.first_prompt ? 0 : r.total - a.q_len;
-  r.keep = a.kv_len == 0 ? r.total : r.offset;
-  r.valid = last >= 0 && last < a.present_len && (a.first_prompt || r.total >= a.q_len) && r.keep <= a.past_len &&
-            (a.attention_bias == nullptr || r.total <= a.bias_keys);
-  return r;
-}
-
-// Keys [lo, hi) that query row s of a batch entry sees.
-__device__ void key_range(const GqaArgs& a, const RowKeys& r, int64_t s, int64_t& lo, int64_t& hi) {
-  hi = a.causal ? imin(r.offset + s + 1, r.total) : r.total;
-  hi = imax(hi, 0);
-  lo = a.window >= 0 && hi > a.window ? hi - a.window : 0;
-}
-
-__device__ int64_t rotary_position(const GqaArgs& a, const RowKeys& r, int64_t b, int64_t s) {
-  int64_t pos;
-  if (a.position_ids != nullptr) pos = a.first_prompt ? a.position_ids[0] + s : a.position_ids[b * a.q_len + s];
-  else pos = a.first_prompt ? s : r.total - a.q_len + s;
-  return imin(imax(pos, 0), a.rotary_rows - 1);
-}
-
-// Element i of one head vector x after rotate_head (ops/cpu/rotary_rows.h); cos / sin are the
-// position's rows, null without rotary. Explicit roundings: no fused multiply-add, like the CPU.
-template <typename T>
-__device__ T head_element(const T* x, int64_t i, const T* cos, const T* sin, int64_t rotary_dim, bool interleaved) {
-  if (cos == nullptr || i >= rotary_dim) return x[i];
-  const int64_t half = rotary_dim / 2;
-  const int64_t pair = interleaved ? i / 2 : (i < half ? i : i - half);
-  const int64_t ia = interleaved ? 2 * pair : pair, ib = interleaved ? 2 * pair + 1 : pair + half;
-  const bool first = interleaved ? i % 2 == 0 : i < half;
-  const float va = to_float(x[ia]), vb = to_float(x[ib]);
-  const float c = to_float(cos[pair]), s = to_float(sin[pair]);
-  const float y = first ? __fsub_rn(__fmul_rn(va, c), __fmul_rn(vb, s)) : __fadd_rn(__fmul_rn(vb, c), __fmul_rn(va, s));
-  return from_float<T>(y);
-}
 
 template <typename T>
 __global__ void __launch_bounds__(kAppendThreads) gqa_append_kernel(GqaArgs a) {
@@ -154,25 +102,6 @@ __global__ void __launch_bounds__(kThreads) gqa_copy_past_kernel(GqaArgs a) {
     *reinterpret_cast<P*>(static_cast<T*>(a.present_k) + dst) = k;
     *reinterpret_cast<P*>(static_cast<T*>(a.present_v) + dst) = v;
   }
-}
-
-// out = acc * factor: 1 / l, or with smooth softmax / a head sink the extra e^sink term in the
-// denominator (attention_core.cc, finish).
-template <typename T>
-__device__ float finish_factor(const GqaArgs& a, float m, float l, int64_t h) {
-  if (!a.smooth_softmax && a.head_sink == nullptr) return l > 0.0f ? 1.0f / l : 0.0f;
-  const float sink = a.head_sink != nullptr ? to_float(static_cast<const T*>(a.head_sink)[h]) : 0.0f;
-  const float top = fmaxf(m, sink);
-  const float kept = expf(m - top);
-  return kept / (l * kept + expf(sink - top));
-}
-
-__device__ float* partial_ml_dev(const GqaArgs& a) {
-  return reinterpret_cast<float*>(static_cast<char*>(a.workspace) + a.partial_offset);
-}
-// Accumulators follow the (m, l) pairs.
-__host__ __device__ size_t partial_acc_offset(const GqaArgs& a) {
-  return a.partial_offset + (static_cast<size_t>(a.batch * a.num_heads * a.chunks * 2) * sizeof(float) + 255) / 256 * 256;
 }
 
 template <typename T>
@@ -241,10 +170,7 @@ __device__ void tile_scores(const GqaArgs& a, const AttentionSmem<T, VPB>& sm, i
     float x = sc[i];
     const bool seen = v < nvec && j < n && key >= lo[v] && key < hi[v];
     if (seen && a.softcap > 0.0f) x = a.softcap * tanhf(x / a.softcap);
-    if (seen && a.attention_bias != nullptr) {
-      const int64_t bb = a.bias_batch == 1 ? 0 : b, bh = a.bias_heads == 1 ? 0 : head[v];
-      x += to_float(static_cast<const T*>(a.attention_bias)[((bb * a.bias_heads + bh) * a.q_len + row[v]) * a.bias_keys + key]);
-    }
+    if (seen && a.attention_bias != nullptr) x += bias_at<T>(a, b, head[v], row[v], key);
     sm.p[v * kTileKeys + j] = seen ? x : kNegInf;
   }
 }
@@ -394,8 +320,8 @@ __global__ void __launch_bounds__(kThreads) gqa_attention_kernel(GqaArgs a) {
     tile_accumulate(sm, d, nvec, acc);
   }
 
-  float* ml = partial_ml_dev(a);
-  float* partial_acc = reinterpret_cast<float*>(static_cast<char*>(a.workspace) + partial_acc_offset(a));
+  float* ml = partial_ml(a);
+  float* acc_out = partial_acc(a);
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
     const int64_t dim = threadIdx.x + i * kThreads;
@@ -408,7 +334,7 @@ __global__ void __launch_bounds__(kThreads) gqa_attention_kernel(GqaArgs a) {
         const float factor = finish_factor<T>(a, sm.m[vi], sm.l[vi], h);
         static_cast<T*>(a.out)[((b * a.q_len + row[vi]) * a.num_heads + h) * d + dim] = from_float<T>(acc[vi][i] * factor);
       } else {
-        partial_acc[((b * a.num_heads + h) * a.chunks + chunk) * d + dim] = acc[vi][i];
+        acc_out[((b * a.num_heads + h) * a.chunks + chunk) * d + dim] = acc[vi][i];
       }
     }
   }
@@ -419,54 +345,158 @@ __global__ void __launch_bounds__(kThreads) gqa_attention_kernel(GqaArgs a) {
   }
 }
 
-// Decode split: merges the chunks' (m, l, acc) of one (b, head) into the output row.
+// One (b, head) of a split decode: the partials of the chunks that hold the row's keys
+// (key_chunks; the decode kernel skips the others without writing), rescaled to one max and
+// summed. Thread (group, lane) sums 4 dims over every groups-th chunk, so all its loads are in
+// flight at once.
 template <typename T>
-__global__ void __launch_bounds__(kThreads) gqa_merge_kernel(GqaArgs a) {
+__global__ void __launch_bounds__(kThreads) gqa_combine_kernel(GqaArgs a) {
+  __shared__ float weight[kMaxChunks];
+  __shared__ float4 sums[kThreads];
+  __shared__ float warp_part[kThreads / 32];
   const int64_t h = blockIdx.x, b = blockIdx.y, d = a.head_size;
+  wait_for_prior_grid();
+  const RowKeys r = row_keys(a, b);
+  int64_t lo = 0, hi = 0;
+  if (r.valid) key_range(a, r, 0, lo, hi);
+  const KeyChunks chunks = key_chunks(a, lo, hi);
+  const int64_t first = chunks.begin, end = chunks.end;
   const int64_t base = (b * a.num_heads + h) * a.chunks;
-  const float* ml = partial_ml_dev(a) + base * 2;
-  const float* acc = reinterpret_cast<const float*>(static_cast<const char*>(a.workspace) + partial_acc_offset(a)) + base * d;
+  const float* ml = partial_ml(a) + base * 2;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const auto block_reduce = [&](float v, bool is_max) {
+    for (int offset = 16; offset > 0; offset >>= 1) {
+      const float other = __shfl_xor_sync(0xffffffffu, v, offset);
+      v = is_max ? fmaxf(v, other) : v + other;
+    }
+    __syncthreads();  // warp_part is free (a previous reduction has been read)
+    if (lane == 0) warp_part[warp] = v;
+    __syncthreads();
+    v = warp_part[0];
+    for (int w = 1; w < kThreads / 32; ++w) v = is_max ? fmaxf(v, warp_part[w]) : v + warp_part[w];
+    return v;
+  };
   float top = kNegInf;
-  for (int64_t c = 0; c < a.chunks; ++c) {
+  for (int64_t c = first + threadIdx.x; c < end; c += kThreads) {
     if (ml[2 * c + 1] > 0.0f) top = fmaxf(top, ml[2 * c]);
   }
+  top = block_reduce(top, true);
   float l = 0.0f;
-  for (int64_t c = 0; c < a.chunks; ++c) {
-    if (ml[2 * c + 1] > 0.0f) l += ml[2 * c + 1] * expf(ml[2 * c] - top);
+  for (int64_t c = first + threadIdx.x; c < end; c += kThreads) {
+    const float w = ml[2 * c + 1] > 0.0f ? expf(ml[2 * c] - top) : 0.0f;
+    weight[c - first] = w;
+    l += w * ml[2 * c + 1];
   }
-  const float factor = finish_factor<T>(a, top, l, h);
-  for (int64_t dim = threadIdx.x; dim < d; dim += blockDim.x) {
-    float sum = 0.0f;
-    for (int64_t c = 0; c < a.chunks; ++c) {
-      if (ml[2 * c + 1] > 0.0f) sum += expf(ml[2 * c] - top) * acc[c * d + dim];
+  l = block_reduce(l, false);  // its barriers also publish `weight`
+
+  const int64_t lanes = d / 4, groups = kThreads / lanes;
+  const int64_t dim = threadIdx.x % lanes * 4, group = threadIdx.x / lanes;
+  const float* acc = partial_acc(a) + base * d;
+  float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  if (group < groups) {
+#pragma unroll 8
+    for (int64_t c = first + group; c < end; c += groups) {
+      const float w = weight[c - first];
+      const float4 v = *reinterpret_cast<const float4*>(acc + c * d + dim);
+      sum = make_float4(sum.x + w * v.x, sum.y + w * v.y, sum.z + w * v.z, sum.w + w * v.w);
     }
-    static_cast<T*>(a.out)[(b * a.num_heads + h) * d + dim] = from_float<T>(sum * factor);
   }
+  sums[threadIdx.x] = sum;
+  __syncthreads();
+  if (threadIdx.x >= lanes) return;
+  const float factor = finish_factor<T>(a, top, l, h);
+  float total[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  for (int64_t grp = 0; grp < groups; ++grp) {
+    const float4 v = sums[grp * lanes + threadIdx.x];
+    total[0] += v.x;
+    total[1] += v.y;
+    total[2] += v.z;
+    total[3] += v.w;
+  }
+  T* out = static_cast<T*>(a.out) + (b * a.num_heads + h) * d + dim;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) out[i] = from_float<T>(total[i] * factor);
 }
 
+// To the widest head size's need: one limit serves every plan (a launch asks for what its own
+// head size needs).
 template <typename T, int VPB>
-Status raise_smem_limit(int64_t d) {
-  const size_t bytes = attention_smem_bytes<T>(VPB, d);
+Status raise_smem_limit() {
+  const size_t bytes = attention_smem_bytes<T>(VPB, kGqaMaxHeadSize);
   return cuda_status(cudaFuncSetAttribute(gqa_attention_kernel<T, VPB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                           static_cast<int>(bytes)),
                      "raising the shared-memory limit");
 }
 
-// Blocks per decode: enough (b, KV head, head slice, chunk) units to fill the GPU twice over.
+// The prompt kernel's decode split: enough (b, KV head, head slice, chunk) units to fill the GPU
+// twice, chunks of at least kMinChunkKeys keys (when there are that many), whole tiles each.
 Status plan_decode_split(GqaArgs& a) {
   int device = 0, sms = 0;
   OG_RETURN_IF_ERROR(cuda_status(cudaGetDevice(&device), "cudaGetDevice"));
-  OG_RETURN_IF_ERROR(cuda_status(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
-                                 "multiprocessor count"));
-  const int64_t base_units = a.batch * a.kv_heads * a.head_slices;
-  const int64_t wanted = ceil_div(int64_t{kBlocksPerSm} * sms, std::max<int64_t>(base_units, 1));
-  int64_t chunks = std::clamp<int64_t>(wanted, 1, std::max<int64_t>(a.present_len / kMinChunkKeys, 1));
+  OG_RETURN_IF_ERROR(cuda_status(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "multiprocessor count"));
+  const int64_t wanted = ceil_div(int64_t{kBlocksPerSm} * sms, std::max<int64_t>(a.batch * a.kv_heads * a.head_slices, 1));
+  const int64_t chunks = std::clamp<int64_t>(wanted, 1, std::clamp<int64_t>(a.present_len / kMinChunkKeys, 1, kMaxChunks));
   a.chunk_len = ceil_div(ceil_div(a.present_len, chunks), kTileKeys) * kTileKeys;
   a.chunks = ceil_div(a.present_len, a.chunk_len);
   return Status::ok();
 }
 
+// The tensor-core decode kernel for f16 / bf16 decodes, else the prompt kernel (split over the
+// KV length for a decode).
+template <typename T>
+Status plan_kernels_for(GqaArgs& a) {
+  if constexpr (!std::is_same_v<T, float>) {
+    if (a.q_len == 1) return plan_tensor_core_decode<T>(a);
+  }
+  const auto raise_limit = a.vectors_per_block == 8 ? raise_smem_limit<T, 8> : raise_smem_limit<T, 16>;
+  OG_RETURN_IF_ERROR(raise_limit());
+  return a.q_len == 1 ? plan_decode_split(a) : Status::ok();
+}
+
+// The tensor-core decode (after the past rows' copy when present is not the past buffer), else
+// the prompt kernels (and the combine of a split f32 decode).
+template <typename T>
+Status launch_kernels_for(const GqaArgs& a, cudaStream_t s) {
+  const bool decode = a.decode_dims > 0;
+  if (!decode && (a.do_rotary || a.kv_len > 0)) {
+    gqa_append_kernel<T><<<dim3(static_cast<unsigned>(a.q_len), static_cast<unsigned>(a.batch)), kAppendThreads, 0, s>>>(a);
+  }
+  if (!a.shared_kv) {
+    const dim3 grid(static_cast<unsigned>(ceil_div(a.present_len, kCopyRows)), static_cast<unsigned>(a.batch * a.kv_heads));
+    gqa_copy_past_kernel<T><<<grid, kThreads, 0, s>>>(a);
+  }
+  if constexpr (!std::is_same_v<T, float>) {
+    if (decode) return launch_tensor_core_decode<T>(a, s);
+  }
+  const dim3 grid(static_cast<unsigned>(a.head_slices * a.row_tiles * a.chunks), static_cast<unsigned>(a.kv_heads),
+                  static_cast<unsigned>(a.batch));
+  const size_t smem = attention_smem_bytes<T>(a.vectors_per_block, a.head_size);
+  if (a.vectors_per_block == 8) gqa_attention_kernel<T, 8><<<grid, kThreads, smem, s>>>(a);
+  else gqa_attention_kernel<T, 16><<<grid, kThreads, smem, s>>>(a);
+  return a.chunks > 1 ? launch_gqa_combine<T>(a, s, false) : Status::ok();
+}
+
 }  // namespace
+
+template <typename T>
+Status launch_gqa_combine(const GqaArgs& a, cudaStream_t stream, bool after_prior) {
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(static_cast<unsigned>(a.num_heads), static_cast<unsigned>(a.batch));
+  config.blockDim = dim3(kThreads);
+  config.stream = stream;
+  cudaLaunchAttribute attrs[2] = {};
+  attrs[0].id = cudaLaunchAttributePreferredSharedMemoryCarveout;
+  attrs[0].val.sharedMemCarveout = kMaxSharedCarveout;
+  attrs[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attrs[1].val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = attrs;
+  config.numAttrs = after_prior ? 2 : 1;
+  return cuda_status(cudaLaunchKernelEx(&config, gqa_combine_kernel<T>, a), "GroupQueryAttention combine launch");
+}
+
+template Status launch_gqa_combine<float>(const GqaArgs&, cudaStream_t, bool);
+template Status launch_gqa_combine<__half>(const GqaArgs&, cudaStream_t, bool);
+template Status launch_gqa_combine<__nv_bfloat16>(const GqaArgs&, cudaStream_t, bool);
 
 Status plan_gqa(GqaArgs& a) {
   if (a.head_size <= 0 || a.head_size > kGqaMaxHeadSize || a.head_size % kGqaHeadSizeMultiple != 0) {
@@ -480,23 +510,24 @@ Status plan_gqa(GqaArgs& a) {
   a.row_tiles = ceil_div(a.q_len, a.rows_per_block);
   a.chunks = 1;
   a.chunk_len = a.present_len;
-  if (a.q_len == 1) OG_RETURN_IF_ERROR(plan_decode_split(a));
+  a.decode_dims = 0;
+  a.decode_cluster = false;
+  Status (*plan_kernels)(GqaArgs&) = nullptr;
+  const bool known = dispatch_float_type(a.dtype, [&]<typename T>() { plan_kernels = plan_kernels_for<T>; });
+  if (!known) return OG_ERROR("unsupported dtype ", dtype_name(a.dtype));
+  OG_RETURN_IF_ERROR(plan_kernels(a));
 
   size_t offset = 0;
   a.rotated_q_offset = offset;
-  if (a.do_rotary) offset += align256(static_cast<size_t>(dtype_storage_bytes(a.dtype, a.batch * a.q_len * a.num_heads * a.head_size)));
+  if (a.do_rotary && a.decode_dims == 0) offset += align256(static_cast<size_t>(dtype_storage_bytes(a.dtype, a.batch * a.q_len * a.num_heads * a.head_size)));
   a.cache_offset = offset;
   if (a.cache_in_workspace) offset += 2 * align256(static_cast<size_t>(dtype_storage_bytes(a.dtype, a.batch * a.kv_heads * a.present_len * a.head_size)));
   a.partial_offset = offset;
-  if (a.chunks > 1) offset = partial_acc_offset(a) + static_cast<size_t>(a.batch * a.num_heads * a.chunks * a.head_size) * sizeof(float);
+  if (a.chunks > 1 && !a.decode_cluster) {
+    offset = partial_acc_offset(a) + static_cast<size_t>(a.batch * a.num_heads * a.chunks * a.head_size) * sizeof(float);
+  }
   a.workspace_bytes = offset;
-
-  Status (*raise_limit)(int64_t) = nullptr;
-  const bool known = dispatch_float_type(a.dtype, [&]<typename T>() {
-    raise_limit = a.vectors_per_block == 8 ? raise_smem_limit<T, 8> : raise_smem_limit<T, 16>;
-  });
-  if (!known) return OG_ERROR("unsupported dtype ", dtype_name(a.dtype));
-  return raise_limit(a.head_size);
+  return Status::ok();
 }
 
 Status launch_gqa(const GqaArgs& args, void* stream) {
@@ -507,25 +538,10 @@ Status launch_gqa(const GqaArgs& args, void* stream) {
     a.present_k = cache;
     a.present_v = cache + align256(static_cast<size_t>(dtype_storage_bytes(a.dtype, a.batch * a.kv_heads * a.present_len * a.head_size)));
   }
-  const auto s = static_cast<cudaStream_t>(stream);
-  const auto grid_attention = dim3(static_cast<unsigned>(a.head_slices * a.row_tiles * a.chunks),
-                                   static_cast<unsigned>(a.kv_heads), static_cast<unsigned>(a.batch));
-  const bool known = dispatch_float_type(a.dtype, [&]<typename T>() {
-    if (a.do_rotary || a.kv_len > 0) {
-      gqa_append_kernel<T><<<dim3(static_cast<unsigned>(a.q_len), static_cast<unsigned>(a.batch)), kAppendThreads, 0, s>>>(a);
-    }
-    if (!a.shared_kv) {
-      const dim3 grid(static_cast<unsigned>(ceil_div(a.present_len, kCopyRows)), static_cast<unsigned>(a.batch * a.kv_heads));
-      gqa_copy_past_kernel<T><<<grid, kThreads, 0, s>>>(a);
-    }
-    const size_t smem = attention_smem_bytes<T>(a.vectors_per_block, a.head_size);
-    if (a.vectors_per_block == 8) gqa_attention_kernel<T, 8><<<grid_attention, kThreads, smem, s>>>(a);
-    else gqa_attention_kernel<T, 16><<<grid_attention, kThreads, smem, s>>>(a);
-    if (a.chunks > 1) {
-      gqa_merge_kernel<T><<<dim3(static_cast<unsigned>(a.num_heads), static_cast<unsigned>(a.batch)), kThreads, 0, s>>>(a);
-    }
-  });
+  Status (*launch_kernels)(const GqaArgs&, cudaStream_t) = nullptr;
+  const bool known = dispatch_float_type(a.dtype, [&]<typename T>() { launch_kernels = launch_kernels_for<T>; });
   if (!known) return OG_ERROR("GroupQueryAttention: unsupported dtype ", dtype_name(a.dtype));
+  OG_RETURN_IF_ERROR(launch_kernels(a, static_cast<cudaStream_t>(stream)));
   return launch_status("GroupQueryAttention kernels");
 }
 

@@ -1,0 +1,647 @@
+// The tensor-core GroupQueryAttention decode (f16 / bf16, S = 1), the step every generated token
+// takes (semantics: ops/schema/attention.h; reference: ops/cpu/attention_gqa.cc).
+//
+// gqa_decode_kernel  grid (chunks, Nkv * head slices, B), 4 warps, launched as a programmatic
+//                    dependent of the kernel before it. The `chunks` blocks of one (b, KV head,
+//                    head slice) split its keys; they form a thread-block cluster when there are
+//                    few such units, else gqa_combine_kernel merges them (plan_decode_for).
+//   block = (batch b, KV head g, up to 16 query heads of g's group, chunk of the row's keys)
+//   The row's keys [lo, hi) (seqlens_k, read on the device) are divided among the blocks, at
+//   least min_chunk_keys each (key_chunks): a row far shorter than the cache capacity (fixed at
+//   plan time, so that a captured graph is replayed every step) runs on few blocks; the others
+//   exit, or in a cluster only take their share of the final merge.
+//   prologue   the query heads and the new K / V row (16-byte loads issued with the seqlens_k
+//              load), cos / sin -> shared memory, rotated there; the block whose chunk holds the
+//              new key writes it to present (the append of a decode)
+//   warp w     steps w, w + 4, ... of 16 keys; per step:
+//     K, V rows  --16-byte cp.async, 3 steps in flight per warp-->  shared memory (rows padded to
+//                an odd number of 16-byte units: ldmatrix hits distinct banks)
+//     S = Q K^T  mma.m16n8k16 (M = 16 query heads, N = 8 keys, K = 16 dims), f32
+//     softmax    scale, softcap, bias, mask; online (m, l) per head in log2 units, exp2
+//     O += P V   mma.m16n8k16 (M = heads, N = 8 dims, K = 16 keys); P rounded to T
+//   Every K / V byte crosses DRAM once, shared by all the group's query heads.
+//   epilogue   the 4 warps' (m, l, O) merged in shared memory, then: one chunk, the output row;
+//              a cluster, every block reads the cluster's merged states (distributed shared
+//              memory) and writes its share of the output row; else the chunk's partial
+//              (m, l, O) in the workspace, for gqa_combine_kernel.
+#include <cooperative_groups.h>
+
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+
+#include "core/cuda/cuda_check.h"
+#include "ops/cuda/attention_device.cuh"
+
+namespace onnx_genai::cuda {
+
+namespace {
+
+namespace cg = cooperative_groups;
+
+constexpr int kDecodeWarps = 4;
+constexpr int kDecodeThreads = 32 * kDecodeWarps;
+constexpr int kStepKeys = 16;     // keys per warp step: the K extent of mma.m16n8k16 for P.V
+constexpr int kDecodeStages = 3;  // steps in flight per warp (cp.async groups)
+constexpr int kDecodeHeads = 16;  // query heads per block: the M extent of mma.m16n8k16
+constexpr int64_t kMaxCluster = 16;  // Hopper's largest (non-portable) cluster
+// Least keys per chunk: one step per warp in a cluster; two through the combine kernel (whose
+// pass costs more than a step).
+constexpr int64_t kClusterMinChunkKeys = int64_t{kStepKeys} * kDecodeWarps;
+constexpr int64_t kCombineMinChunkKeys = 2 * kClusterMinChunkKeys;
+
+__device__ __forceinline__ uint32_t shared_address(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// 16 bytes global -> shared without a register round trip, cached in L2 only (each K / V byte
+// is read once); src_bytes = 0 writes zeros instead (masked rows must hold finite values: the
+// P.V product multiplies them by 0, and 0 * NaN is NaN).
+__device__ __forceinline__ void cp_async16(void* dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(dst)), "l"(src), "r"(src_bytes)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+}
+
+// Four 8x8 b16 matrices from shared memory: lanes 8m .. 8m+7 give the row addresses of matrix m,
+// and r[m] receives this lane's pair: (row lane/4, columns 2(lane%4), +1), or with kTrans
+// (rows 2(lane%4), +1, column lane/4), the lower index in the low half.
+template <bool kTrans>
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* row) {
+  if constexpr (kTrans) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(shared_address(row))
+                 : "memory");
+  } else {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(shared_address(row))
+                 : "memory");
+  }
+}
+
+// c (16 x 8, f32) += a (16 x 16) b (16 x 8), operands in T = __half or __nv_bfloat16. Fragments
+// (g = lane / 4, t = lane % 4): a = {(g, 2t..2t+1), (g+8, 2t..), (g, 2t+8..), (g+8, 2t+8..)},
+// b = {(2t..2t+1, g), (2t+8..2t+9, g)}, c = {(g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1)}.
+template <typename T>
+__device__ __forceinline__ void mma_16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  if constexpr (std::is_same_v<T, __half>) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+}
+
+// Two floats rounded to T, `lo` in the low half (the lower column of a fragment pair).
+template <typename T>
+__device__ __forceinline__ uint32_t pack_pair(float lo, float hi) {
+  uint32_t bits;
+  if constexpr (std::is_same_v<T, __half>) {
+    const __half2 v = __floats2half2_rn(lo, hi);
+    memcpy(&bits, &v, sizeof(bits));
+  } else {
+    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    memcpy(&bits, &v, sizeof(bits));
+  }
+  return bits;
+}
+
+
+// Shared memory of gqa_decode_kernel, in elements of T: per warp kDecodeStages stages of a K tile
+// and a V tile (kStepKeys rows each), the block's query tile (kDecodeHeads rows), the new K and V
+// rows, the position's cos and sin. A row holds head_size rounded up to 16 (the mma K extent; the
+// pad is zero) plus 8: an odd number of 16-byte units, so the 8 rows one ldmatrix matrix reads
+// fall in distinct banks. After the key loop the stages hold f32 merge state (offsets in floats):
+// per warp (m, l) and O of its 16 head rows, then the block's merged (m, l) and O.
+struct DecodeSmem {
+  int row, dims;  // elements per row; head_size rounded up to 16
+  __host__ __device__ explicit DecodeSmem(int64_t head_size)
+      : row(static_cast<int>((head_size + 15) / 16 * 16 + 8)), dims(static_cast<int>((head_size + 15) / 16 * 16)) {}
+  __host__ __device__ int tile() const { return kStepKeys * row; }
+  __host__ __device__ int stage(int warp, int s) const { return (warp * kDecodeStages + s) * 2 * tile(); }
+  __host__ __device__ int query() const { return kDecodeWarps * kDecodeStages * 2 * tile(); }
+  __host__ __device__ int new_rows() const { return query() + kDecodeHeads * row; }
+  __host__ __device__ int rotary() const { return new_rows() + 2 * row; }
+  __host__ __device__ size_t bytes(size_t elem) const { return static_cast<size_t>(rotary() + 2 * row) * elem; }
+  __device__ int warp_ml() const { return 0; }
+  __device__ int warp_acc() const { return kDecodeWarps * kDecodeHeads * 2; }
+  __device__ int merged_ml() const { return warp_acc() + kDecodeWarps * kDecodeHeads * dims; }
+  __device__ int merged_acc() const { return merged_ml() + kDecodeHeads * 2; }
+};
+// The merge state, (kDecodeWarps + 1) * kDecodeHeads rows of (dims + 2) floats, fits in the
+// stages: kDecodeWarps * 2 * kDecodeStages * kStepKeys rows of (dims + 8) 2-byte elements.
+static_assert((kDecodeWarps + 1) * kDecodeHeads * sizeof(float) <= kDecodeWarps * 2 * kDecodeStages * kStepKeys * 2,
+              "merge state fits in the stages");
+
+// One warp's online-softmax state for the 16 head rows lane/4 and lane/4 + 8.
+template <int kMaxDims>
+struct WarpState {
+  float m[2] = {kNegInf, kNegInf};  // running max, log2 units
+  float l[2] = {0.0f, 0.0f};        // running sum of this lane's probabilities
+  float acc[kMaxDims / 8][4] = {};  // O tile nt: (row lane/4, dims 8nt + 2(lane%4), +1), (row + 8, same)
+};
+
+// cp.async of the K and V rows of keys [key0, key0 + kStepKeys) into a stage. Rows outside the
+// block's keys [lo, hi) and the columns past head_size are zero-filled. Consecutive lanes copy
+// consecutive 16 bytes of a row: 512 contiguous bytes per warp instruction at D = 128.
+template <typename T, int kMaxDims>
+__device__ __forceinline__ void load_step(T* k_tile, int row, const T* k_rows, const T* v_rows, int64_t d, int dims,
+                                          int64_t key0, int64_t lo, int64_t hi, int lane) {
+  constexpr int kUnits = kMaxDims / 8;  // 16-byte units of the widest row: a power of two
+  static_assert(kStepKeys * kUnits % 32 == 0, "whole warp iterations");
+  T* v_tile = k_tile + kStepKeys * row;
+#pragma unroll
+  for (int it = 0; it < kStepKeys * kUnits / 32; ++it) {
+    const int idx = it * 32 + lane, j = idx / kUnits, c = idx % kUnits;
+    if (c * 8 >= dims) continue;
+    const int64_t key = key0 + j;
+    const bool in = key >= lo && key < hi && c * 8 < d;
+    const int64_t src = in ? key * d + c * 8 : 0;
+    cp_async16(k_tile + j * row + c * 8, k_rows + src, in ? 16 : 0);
+    cp_async16(v_tile + j * row + c * 8, v_rows + src, in ? 16 : 0);
+  }
+}
+
+// The new row replaces tile row j, which was copied from present before the block wrote it.
+template <typename T>
+__device__ void patch_new_row(T* k_tile, int row, const T* new_rows, int j, int64_t d, int lane) {
+  using P = Pack<T, 8>;
+  const int units = static_cast<int>(d / 8);
+  for (int u = lane; u < 2 * units; u += 32) {
+    const int which = u / units, c = u % units;  // 0: K, 1: V
+    *reinterpret_cast<P*>(k_tile + which * kStepKeys * row + j * row + c * 8) =
+        *reinterpret_cast<const P*>(new_rows + which * row + c * 8);
+  }
+}
+
+// Scores of one step -> probabilities: s[j][e] is (head row lane/4 + 8(e/2), key key0 + 8j +
+// 2(lane%4) + e%2). Scaled, softcapped, biased and masked like the CPU, then in log2 units the
+// online-softmax update of the lane's two rows; p receives the probabilities as the A operand
+// of P.V (rows = heads, columns = the step's 16 keys), rounded to T.
+template <typename T, int kMaxDims>
+__device__ __forceinline__ void step_probabilities(const GqaArgs& a, float (&s)[2][4], int64_t key0, int64_t lo,
+                                                   int64_t hi, int64_t b, int64_t h0, int nh, WarpState<kMaxDims>& st,
+                                                   int lane, uint32_t (&p)[4]) {
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int64_t key = key0 + 8 * j + 2 * (lane % 4) + e % 2;
+      const int head = lane / 4 + 8 * (e / 2);
+      const bool seen = key >= lo && key < hi;
+      float x = s[j][e] * a.scale;
+      if (a.softcap > 0.0f) x = a.softcap * tanhf(x / a.softcap);
+      if (seen && head < nh && a.attention_bias != nullptr) x += bias_at<T>(a, b, h0 + head, 0, key);
+      s[j][e] = seen ? x * kLog2e : kNegInf;
+    }
+  }
+#pragma unroll
+  for (int rr = 0; rr < 2; ++rr) {
+    float top = fmaxf(fmaxf(s[0][2 * rr], s[0][2 * rr + 1]), fmaxf(s[1][2 * rr], s[1][2 * rr + 1]));
+    top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, 1));  // the row's 4 lanes
+    top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, 2));
+    const float m = fmaxf(st.m[rr], top);
+    const float ref = m == kNegInf ? 0.0f : m;  // nothing seen yet: every probability is 0
+    const float corr = exp2f(st.m[rr] - ref);
+    st.m[rr] = m;
+    float sum = 0.0f;
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+#pragma unroll
+      for (int e = 2 * rr; e < 2 * rr + 2; ++e) {
+        s[j][e] = exp2f(s[j][e] - ref);
+        sum += s[j][e];
+      }
+    }
+    st.l[rr] = st.l[rr] * corr + sum;
+#pragma unroll
+    for (int nt = 0; nt < kMaxDims / 8; ++nt) {
+      st.acc[nt][2 * rr] *= corr;
+      st.acc[nt][2 * rr + 1] *= corr;
+    }
+  }
+  p[0] = pack_pair<T>(s[0][0], s[0][1]);
+  p[1] = pack_pair<T>(s[0][2], s[0][3]);
+  p[2] = pack_pair<T>(s[1][0], s[1][1]);
+  p[3] = pack_pair<T>(s[1][2], s[1][3]);
+}
+
+// One step of 16 keys: S = Q K^T (two 8-key tiles), softmax, O += P V. `k_lane` / `v_lane` are
+// this lane's ldmatrix row offsets into the K / V tile (see gqa_decode_kernel).
+template <typename T, int kMaxDims>
+__device__ __forceinline__ void decode_step(const GqaArgs& a, const T* k_tile, const T* v_tile, int k_lane, int v_lane,
+                                            int dims, const uint32_t (&q)[kMaxDims / 16][4], int64_t key0, int64_t lo,
+                                            int64_t hi, int64_t b, int64_t h0, int nh, WarpState<kMaxDims>& st, int lane) {
+  float s[2][4] = {};
+#pragma unroll
+  for (int ks = 0; ks < kMaxDims / 16; ++ks) {
+    if (ks * 16 >= dims) break;
+    uint32_t kf[4];  // {keys 0-7, dims +0}, {keys 0-7, +8}, {keys 8-15, +0}, {keys 8-15, +8}
+    ldmatrix_x4<false>(kf, k_tile + k_lane + ks * 16);
+    mma_16816<T>(s[0], q[ks], kf[0], kf[1]);
+    mma_16816<T>(s[1], q[ks], kf[2], kf[3]);
+  }
+  uint32_t p[4];
+  step_probabilities<T, kMaxDims>(a, s, key0, lo, hi, b, h0, nh, st, lane, p);
+#pragma unroll
+  for (int nt = 0; nt < kMaxDims / 8; nt += 2) {
+    if (nt * 8 >= dims) break;
+    uint32_t vf[4];  // transposed: {keys 0-7, dims 8nt}, {keys 8-15, 8nt}, {keys 0-7, 8nt+8}, {keys 8-15, 8nt+8}
+    ldmatrix_x4<true>(vf, v_tile + v_lane + nt * 8);
+    mma_16816<T>(st.acc[nt], p, vf[0], vf[1]);
+    mma_16816<T>(st.acc[nt + 1], p, vf[2], vf[3]);
+  }
+}
+
+// The block's inputs besides the cache, in registers: its query heads (16-byte units of the query
+// tile, zero past the block's heads and past head_size) and a unit of the new K or V row (threads
+// t < 2 * head_size / 8). Loaded before anything waits on seqlens_k, so their latency overlaps it.
+template <typename T, int kMaxDims>
+struct DecodeInputs {
+  using P = Pack<T, 8>;
+  static constexpr int kQueryLoads = kDecodeHeads * kMaxDims / 8 / kDecodeThreads;
+  P q[kQueryLoads];
+  P kv;
+
+  __device__ void load(const GqaArgs& a, const DecodeSmem& lay, int64_t b, int64_t g, int64_t h0, int nh) {
+    const int64_t d = a.head_size;
+    const int units = lay.dims / 8, row_units = static_cast<int>(d / 8);
+    const T* query = static_cast<const T*>(a.query) + b * a.query_row + h0 * d;
+#pragma unroll
+    for (int k = 0; k < kQueryLoads; ++k) {
+      const int idx = static_cast<int>(threadIdx.x) + k * kDecodeThreads, hh = idx / units, c = idx % units;
+      q[k] = hh < nh && c < row_units ? *reinterpret_cast<const P*>(query + hh * d + c * 8) : P{};
+    }
+    const int t = static_cast<int>(threadIdx.x);
+    kv = P{};
+    if (a.kv_len > 0 && t < 2 * row_units) {
+      const T* src = static_cast<const T*>(t < row_units ? a.new_k : a.new_v) + b * a.new_kv_row + g * d;
+      kv = *reinterpret_cast<const P*>(src + t % row_units * 8);
+    }
+  }
+
+  // Into shared memory, with the position's cos / sin (rotary).
+  __device__ void store(const GqaArgs& a, const DecodeSmem& lay, T* smem, const RowKeys& r, int64_t b) const {
+    const int units = lay.dims / 8, row_units = static_cast<int>(a.head_size / 8);
+#pragma unroll
+    for (int k = 0; k < kQueryLoads; ++k) {
+      const int idx = static_cast<int>(threadIdx.x) + k * kDecodeThreads, hh = idx / units, c = idx % units;
+      if (hh < kDecodeHeads) *reinterpret_cast<P*>(smem + lay.query() + hh * lay.row + c * 8) = q[k];
+    }
+    const int t = static_cast<int>(threadIdx.x);
+    if (t < 2 * row_units) *reinterpret_cast<P*>(smem + lay.new_rows() + t / row_units * lay.row + t % row_units * 8) = kv;
+    const int64_t half = a.rotary_dim / 2;
+    if (a.do_rotary && t < half) {
+      const int64_t at = rotary_position(a, r, b, 0) * half + t;
+      smem[lay.rotary() + t] = static_cast<const T*>(a.cos_cache)[at];
+      smem[lay.rotary() + lay.row + t] = static_cast<const T*>(a.sin_cache)[at];
+    }
+  }
+};
+
+// Rotates the query tile's heads and, with `new_k`, the new K row in place (rotary pairs are
+// disjoint: a thread owns both elements of its pair).
+template <typename T>
+__device__ void rotate_in_place(const GqaArgs& a, const DecodeSmem& lay, T* smem, int nh, bool new_k) {
+  const int half = static_cast<int>(a.rotary_dim / 2);
+  const T* cos = smem + lay.rotary();
+  const T* sin = cos + lay.row;
+  const int rows = nh + (new_k ? 1 : 0);
+  for (int idx = static_cast<int>(threadIdx.x); idx < rows * half; idx += kDecodeThreads) {
+    const int hh = idx / half, p = idx % half;
+    T* x = hh < nh ? smem + lay.query() + hh * lay.row : smem + lay.new_rows();
+    int64_t ia, ib;
+    rotary_pair(p, a.rotary_dim, a.rotary_interleaved, ia, ib);
+    float ya, yb;
+    rotate_pair(to_float(x[ia]), to_float(x[ib]), to_float(cos[p]), to_float(sin[p]), ya, yb);
+    x[ia] = from_float<T>(ya);
+    x[ib] = from_float<T>(yb);
+  }
+}
+
+// Each block of the cluster finishes a share of the output row from the merged (m, l, O) that the
+// blocks holding keys (ranks [0, kc.end)) left in their shared memory.
+template <typename T>
+__device__ void cluster_finish(const GqaArgs& a, const DecodeSmem& lay, float* red, const KeyChunks& kc, int64_t b,
+                               int64_t h0, int nh) {
+  cg::cluster_group cluster = cg::this_cluster();
+  cluster.sync();  // the merged states are written
+  const int64_t d = a.head_size;
+  const int count = static_cast<int>(kc.end);
+  const int64_t stride = int64_t{kDecodeThreads} * a.chunks;
+  for (int64_t idx = threadIdx.x + int64_t{kDecodeThreads} * cluster.block_rank(); idx < nh * d; idx += stride) {
+    const int hh = static_cast<int>(idx / d), i = static_cast<int>(idx % d);
+    float m[kMaxCluster], l[kMaxCluster], o[kMaxCluster];
+    float top = kNegInf;
+#pragma unroll
+    for (int c = 0; c < kMaxCluster; ++c) {
+      m[c] = kNegInf;
+      l[c] = o[c] = 0.0f;
+      if (c >= count) continue;
+      const float* remote = cluster.map_shared_rank(red, c);
+      m[c] = remote[lay.merged_ml() + 2 * hh];
+      l[c] = remote[lay.merged_ml() + 2 * hh + 1];
+      o[c] = remote[lay.merged_acc() + hh * lay.dims + i];
+      if (l[c] > 0.0f) top = fmaxf(top, m[c]);
+    }
+    float sum_l = 0.0f, sum_o = 0.0f;
+#pragma unroll
+    for (int c = 0; c < kMaxCluster; ++c) {
+      if (l[c] <= 0.0f) continue;
+      const float w = exp2f(m[c] - top);
+      sum_l += w * l[c];
+      sum_o += w * o[c];
+    }
+    const int64_t h = h0 + hh;
+    static_cast<T*>(a.out)[(b * a.num_heads + h) * d + i] = from_float<T>(sum_o * finish_factor<T>(a, top * kLn2, sum_l, h));
+  }
+  cluster.sync();  // no block leaves while another reads its shared memory
+}
+
+// Merges the 4 warps' states; writes the output row (one chunk), the block's merged state for the
+// cluster, or the chunk's partial for gqa_combine_kernel (m in natural-log units, l, O), f32.
+template <typename T, int kMaxDims>
+__device__ void decode_epilogue(const GqaArgs& a, const DecodeSmem& lay, float* red, WarpState<kMaxDims>& st, int64_t b,
+                                int64_t chunk, const KeyChunks& kc, bool has_keys, int64_t h0, int nh, int warp,
+                                int lane) {
+#pragma unroll
+  for (int rr = 0; rr < 2; ++rr) {
+    st.l[rr] += __shfl_xor_sync(0xffffffffu, st.l[rr], 1);
+    st.l[rr] += __shfl_xor_sync(0xffffffffu, st.l[rr], 2);
+  }
+  __syncthreads();  // every warp is done with its stages, which the merge state overlays
+  float* ml = red + lay.warp_ml();    // [warp][head row][m, l]
+  float* acc = red + lay.warp_acc();  // [warp][head row][dims]
+  const int row0 = warp * kDecodeHeads + lane / 4;
+#pragma unroll
+  for (int rr = 0; rr < 2; ++rr) {
+    if (lane % 4 == 0) {
+      ml[(row0 + 8 * rr) * 2] = st.m[rr];
+      ml[(row0 + 8 * rr) * 2 + 1] = st.l[rr];
+    }
+#pragma unroll
+    for (int nt = 0; nt < kMaxDims / 8; ++nt) {
+      if (nt * 8 >= lay.dims) break;
+      *reinterpret_cast<float2*>(acc + (row0 + 8 * rr) * lay.dims + nt * 8 + 2 * (lane % 4)) =
+          make_float2(st.acc[nt][2 * rr], st.acc[nt][2 * rr + 1]);
+    }
+  }
+  __syncthreads();
+  const int64_t d = a.head_size;
+  for (int idx = threadIdx.x; idx < nh * d; idx += kDecodeThreads) {
+    const int hh = static_cast<int>(idx / d), i = static_cast<int>(idx % d);
+    float top = kNegInf;
+    for (int w = 0; w < kDecodeWarps; ++w) {
+      const float* p = ml + (w * kDecodeHeads + hh) * 2;
+      if (p[1] > 0.0f) top = fmaxf(top, p[0]);
+    }
+    float l = 0.0f, sum = 0.0f;
+    for (int w = 0; w < kDecodeWarps; ++w) {
+      const float* p = ml + (w * kDecodeHeads + hh) * 2;
+      if (p[1] <= 0.0f) continue;
+      const float weight = exp2f(p[0] - top);
+      l += weight * p[1];
+      sum += weight * acc[(w * kDecodeHeads + hh) * lay.dims + i];
+    }
+    const int64_t h = h0 + hh;
+    if (a.chunks == 1) {
+      static_cast<T*>(a.out)[(b * a.num_heads + h) * d + i] = from_float<T>(sum * finish_factor<T>(a, top * kLn2, l, h));
+    } else if (a.decode_cluster) {
+      red[lay.merged_acc() + hh * lay.dims + i] = sum;
+      if (i == 0) {
+        red[lay.merged_ml() + 2 * hh] = top;
+        red[lay.merged_ml() + 2 * hh + 1] = l;
+      }
+    } else if (has_keys) {
+      const int64_t at = (b * a.num_heads + h) * a.chunks + chunk;
+      partial_acc(a)[at * d + i] = sum;
+      if (i == 0) {
+        partial_ml(a)[at * 2] = top * kLn2;
+        partial_ml(a)[at * 2 + 1] = l;
+      }
+    }
+  }
+  if (a.decode_cluster) cluster_finish<T>(a, lay, red, kc, b, h0, nh);
+}
+
+template <typename T, int kMaxDims>
+__global__ void __launch_bounds__(kDecodeThreads) gqa_decode_kernel(GqaArgs a) {
+  extern __shared__ float4 decode_smem[];
+  wait_for_prior_grid();
+  allow_next_grid();
+  T* smem = reinterpret_cast<T*>(decode_smem);
+  float* red = reinterpret_cast<float*>(decode_smem);
+  const DecodeSmem lay(a.head_size);
+  const int64_t b = blockIdx.z, chunk = blockIdx.x;
+  const int64_t g = blockIdx.y / a.head_slices, slice = blockIdx.y % a.head_slices;
+  const int64_t group = a.num_heads / a.kv_heads, h0 = g * group + slice * kDecodeHeads;
+  const int nh = static_cast<int>(imin(kDecodeHeads, group - slice * kDecodeHeads));
+  const RowKeys r = row_keys(a, b);
+  DecodeInputs<T, kMaxDims> inputs;
+  inputs.load(a, lay, b, g, h0, nh);
+  int64_t lo = 0, hi = 0;
+  if (r.valid) key_range(a, r, 0, lo, hi);
+  const KeyChunks kc = key_chunks(a, lo, hi);
+  // The block whose chunk holds the new key's row (r.offset) appends it; one always does.
+  const bool appends = r.valid && a.kv_len > 0 && chunk == imin((r.offset - kc.first) / kc.len, a.chunks - 1);
+  const bool has_keys = chunk >= kc.begin && chunk < kc.end;
+  if (!has_keys && !appends && a.chunks > 1) {  // nothing to do, but a cluster's merge
+    if (a.decode_cluster) cluster_finish<T>(a, lay, red, kc, b, h0, nh);
+    return;
+  }
+  lo = imax(lo, kc.first + chunk * kc.len);
+  hi = imin(hi, kc.first + (chunk + 1) * kc.len);
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  // Steps of 16 keys from lo rounded down; warp w takes steps w, w + 4, ...
+  const int64_t first = lo & ~int64_t{kStepKeys - 1};
+  const int64_t steps = lo < hi ? ceil_div(hi - first, kStepKeys) : 0;
+  const int my_steps = static_cast<int>(steps > warp ? ceil_div(steps - warp, kDecodeWarps) : 0);
+  const auto step_key = [&](int i) { return first + (int64_t{i} * kDecodeWarps + warp) * kStepKeys; };
+  const auto stage = [&](int i) { return smem + lay.stage(warp, i % kDecodeStages); };
+  const int64_t kv_base = (b * a.kv_heads + g) * a.present_len * a.head_size;
+  const T* k_rows = static_cast<const T*>(a.present_k) + kv_base;
+  const T* v_rows = static_cast<const T*>(a.present_v) + kv_base;
+#pragma unroll
+  for (int i = 0; i < kDecodeStages; ++i) {  // in flight while the prologue runs
+    if (i < my_steps) load_step<T, kMaxDims>(stage(i), lay.row, k_rows, v_rows, a.head_size, lay.dims, step_key(i), lo, hi, lane);
+    cp_async_commit();
+  }
+  inputs.store(a, lay, smem, r, b);
+  __syncthreads();
+  if (a.do_rotary) {
+    rotate_in_place(a, lay, smem, nh, appends);
+    __syncthreads();
+  }
+  if (appends && slice == 0) {  // the new row to present, once per KV head
+    const int row_units = static_cast<int>(a.head_size / 8), t = static_cast<int>(threadIdx.x);
+    if (t < 2 * row_units) {
+      T* present = static_cast<T*>(t < row_units ? a.present_k : a.present_v);
+      const int64_t dst = ((b * a.kv_heads + g) * a.present_len + r.offset) * a.head_size + t % row_units * 8;
+      *reinterpret_cast<Pack<T, 8>*>(present + dst) =
+          *reinterpret_cast<const Pack<T, 8>*>(smem + lay.new_rows() + t / row_units * lay.row + t % row_units * 8);
+    }
+  }
+
+  // Q fragments (A operand): {heads 0-7, dims +0}, {heads 8-15, +0}, {heads 0-7, +8}, {heads 8-15, +8}.
+  uint32_t q[kMaxDims / 16][4];
+  const int q_lane = (lane % 8 + lane / 8 % 2 * 8) * lay.row + lane / 16 * 8;
+#pragma unroll
+  for (int ks = 0; ks < kMaxDims / 16; ++ks) {
+    if (ks * 16 < lay.dims) ldmatrix_x4<false>(q[ks], smem + lay.query() + q_lane + ks * 16);
+  }
+  const int k_lane = (lane % 8 + lane / 16 * 8) * lay.row + lane / 8 % 2 * 8;
+  const int v_lane = (lane % 8 + lane / 8 % 2 * 8) * lay.row + lane / 16 * 8;
+  WarpState<kMaxDims> st;
+  for (int i = 0; i < my_steps; ++i) {
+    cp_async_wait<kDecodeStages - 1>();  // step i has landed (this lane's copies) ...
+    __syncwarp();                        // ... and every lane's
+    T* k_tile = stage(i);
+    const int64_t key0 = step_key(i);
+    if (appends && r.offset >= key0 && r.offset < key0 + kStepKeys) {
+      patch_new_row(k_tile, lay.row, smem + lay.new_rows(), static_cast<int>(r.offset - key0), a.head_size, lane);
+      __syncwarp();
+    }
+    decode_step<T, kMaxDims>(a, k_tile, k_tile + lay.tile(), k_lane, v_lane, lay.dims, q, key0, lo, hi, b, h0, nh, st, lane);
+    __syncwarp();  // the stage is consumed before it is refilled
+    if (i + kDecodeStages < my_steps) {
+      load_step<T, kMaxDims>(stage(i), lay.row, k_rows, v_rows, a.head_size, lay.dims, step_key(i + kDecodeStages), lo, hi, lane);
+    }
+    cp_async_commit();
+  }
+  cp_async_wait<0>();
+  decode_epilogue<T, kMaxDims>(a, lay, red, st, b, chunk, kc, has_keys, h0, nh, warp, lane);
+}
+
+// ---- Plan and launch ----
+
+Result<int> multiprocessors() {
+  int device = 0, sms = 0;
+  OG_RETURN_IF_ERROR(cuda_status(cudaGetDevice(&device), "cudaGetDevice"));
+  OG_RETURN_IF_ERROR(cuda_status(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "multiprocessor count"));
+  return sms;
+}
+
+// How many clusters of `size` blocks fit on the GPU at once (0 where none does).
+template <typename T, int kMaxDims>
+int active_clusters(const GqaArgs& a, int64_t size) {
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(static_cast<unsigned>(size));
+  config.blockDim = dim3(kDecodeThreads);
+  config.dynamicSmemBytes = a.decode_smem_bytes;
+  cudaLaunchAttribute cluster = {};
+  cluster.id = cudaLaunchAttributeClusterDimension;
+  cluster.val.clusterDim.x = static_cast<unsigned>(size);
+  cluster.val.clusterDim.y = cluster.val.clusterDim.z = 1;
+  config.attrs = &cluster;
+  config.numAttrs = 1;
+  int clusters = 0;
+  if (cudaOccupancyMaxActiveClusters(&clusters, gqa_decode_kernel<T, kMaxDims>, &config) != cudaSuccess) {
+    cudaGetLastError();  // not sticky: a smaller size is tried instead
+    return 0;
+  }
+  return clusters;
+}
+
+// One wave: about as many blocks as fit on the GPU at once (a second, partial wave would double
+// the time), each (b, KV head, head slice) unit split into `chunks` blocks. The time goes in
+// serial latency more than in bandwidth: each warp's 16-key step, and a merge pass (measured on
+// the H200: about 2.4 us a step, 2.5 us a cluster merge, 4 us a combine launch). With few units
+// (a wave holds kMaxCluster blocks or more per unit) a cluster of up to 16 merges in shared
+// memory and splits each row's own keys down to one step per warp, so a row far shorter than the
+// cache runs on few blocks with no second launch (128 keys in a 4096-key cache: 10.9 us against
+// 14.3 us through the combine kernel). With many units clusters fill the SMs less well than
+// plain blocks (GPC granularity) and gqa_combine_kernel merges (B8, 2048 keys: 33.7 us against
+// 38-40 us in clusters).
+template <typename T, int kMaxDims>
+Status plan_decode_for(GqaArgs& a) {
+  const auto kernel = gqa_decode_kernel<T, kMaxDims>;
+  a.decode_dims = kMaxDims;
+  a.decode_smem_bytes = DecodeSmem(a.head_size).bytes(sizeof(T));
+  // The limit for the widest head size of this instance: one limit serves every plan.
+  OG_RETURN_IF_ERROR(cuda_status(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                      static_cast<int>(DecodeSmem(kMaxDims).bytes(sizeof(T)))),
+                                 "raising the decode kernel's shared-memory limit"));
+  OG_RETURN_IF_ERROR(cuda_status(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
+                                 "allowing the decode kernel clusters of 16"));
+  int per_sm = 0;
+  OG_RETURN_IF_ERROR(cuda_status(
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kDecodeThreads, a.decode_smem_bytes), "decode kernel occupancy"));
+  OG_ASSIGN_OR_RETURN(const int sms, multiprocessors());
+  a.heads_per_block = std::min<int64_t>(a.num_heads / a.kv_heads, kDecodeHeads);
+  a.head_slices = ceil_div(a.num_heads / a.kv_heads, kDecodeHeads);
+  const int64_t units = std::max<int64_t>(a.batch * a.kv_heads * a.head_slices, 1);
+  const int64_t per_unit = int64_t{std::max(per_sm, 1)} * sms / units;
+  a.decode_cluster = per_unit >= kMaxCluster;
+  a.min_chunk_keys = a.decode_cluster ? kClusterMinChunkKeys : kCombineMinChunkKeys;
+  const int64_t by_keys = std::max<int64_t>(a.present_len / a.min_chunk_keys, 1);
+  a.chunks = std::clamp<int64_t>(per_unit, 1, std::min(a.decode_cluster ? kMaxCluster : kMaxChunks, by_keys));
+  while (a.decode_cluster && a.chunks > 1 && active_clusters<T, kMaxDims>(a, a.chunks) < units) --a.chunks;
+  a.decode_cluster = a.decode_cluster && a.chunks > 1;
+  a.chunk_len = 0;  // sized per row on the device (key_chunks)
+  return Status::ok();
+}
+
+// Launched as a programmatic dependent of the kernel before it (the kernel waits for it before
+// touching memory), so its launch overlaps that kernel's end.
+template <typename T, int kMaxDims>
+Status launch_decode_for(const GqaArgs& a, cudaStream_t s) {
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(static_cast<unsigned>(a.chunks), static_cast<unsigned>(a.kv_heads * a.head_slices),
+                        static_cast<unsigned>(a.batch));
+  config.blockDim = dim3(kDecodeThreads);
+  config.dynamicSmemBytes = a.decode_smem_bytes;
+  config.stream = s;
+  cudaLaunchAttribute attrs[3] = {};
+  unsigned n = 0;
+  attrs[n].id = cudaLaunchAttributePreferredSharedMemoryCarveout;
+  attrs[n++].val.sharedMemCarveout = kMaxSharedCarveout;
+  attrs[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attrs[n++].val.programmaticStreamSerializationAllowed = 1;
+  if (a.decode_cluster) {
+    attrs[n].id = cudaLaunchAttributeClusterDimension;
+    attrs[n].val.clusterDim.x = static_cast<unsigned>(a.chunks);
+    attrs[n].val.clusterDim.y = attrs[n].val.clusterDim.z = 1;
+    ++n;
+  }
+  config.attrs = attrs;
+  config.numAttrs = n;
+  OG_RETURN_IF_ERROR(
+      cuda_status(cudaLaunchKernelEx(&config, gqa_decode_kernel<T, kMaxDims>, a), "GroupQueryAttention decode launch"));
+  return a.chunks > 1 && !a.decode_cluster ? launch_gqa_combine<T>(a, s, true) : Status::ok();
+}
+
+}  // namespace
+
+template <typename T>
+Status plan_tensor_core_decode(GqaArgs& a) {
+  const int64_t dims = (a.head_size + 15) / 16 * 16;
+  if (dims <= 64) return plan_decode_for<T, 64>(a);
+  if (dims <= 128) return plan_decode_for<T, 128>(a);
+  return plan_decode_for<T, 256>(a);
+}
+
+template <typename T>
+Status launch_tensor_core_decode(const GqaArgs& a, cudaStream_t s) {
+  if (a.decode_dims == 64) return launch_decode_for<T, 64>(a, s);
+  if (a.decode_dims == 128) return launch_decode_for<T, 128>(a, s);
+  return launch_decode_for<T, 256>(a, s);
+}
+
+template Status plan_tensor_core_decode<__half>(GqaArgs&);
+template Status plan_tensor_core_decode<__nv_bfloat16>(GqaArgs&);
+template Status launch_tensor_core_decode<__half>(const GqaArgs&, cudaStream_t);
+template Status launch_tensor_core_decode<__nv_bfloat16>(const GqaArgs&, cudaStream_t);
+
+}  // namespace onnx_genai::cuda
