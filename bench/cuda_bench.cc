@@ -3,19 +3,25 @@
 //
 //   cuda_bench [json_path]     (default cuda_bench.json; a markdown table goes to stdout)
 //
-// For each (K, N, block) at M = 1 and M = 8, f16 activations and scales, no zero points: time
-// with CUDA events over replays of a CUDA graph of launches (warm-up first, median of kReps
-// replays), each launch reading a different copy of the weights so that the set of copies is
-// several times the L2 and every launch streams from DRAM. Reports the weight bytes (codes + scales) read per
-// second, that as a fraction of a device-to-device copy measured in the same run (bytes read +
-// bytes written), and time(M=8) / time(M=1) (1.0 would mean M=8 costs what M=1 costs).
+// For each (K, N, block) at M = 1 and M = 8, f16 activations and scales, no zero points, and each
+// kernel (old: the CUDA-core kernel, forced; new: what the plan picks, the tensor-core kernel for
+// M <= 16): time with CUDA events over replays of a CUDA graph of launches (warm-up first, median
+// of kReps replays), each launch reading a different copy of the weights so that the set of
+// copies is several times the L2 and every launch streams from DRAM. Reports the weight bytes
+// (codes + scales) read per second, that as a fraction of a device-to-device copy measured in the
+// same run (bytes read + bytes written), time(M=8) / time(M=1) per kernel (1.0 would mean
+// M=8 costs what M=1 costs) and the warps the new kernel's plan splits K between. Shapes: Llama-3-8B-like projections (4096 / 14336), a 152k-row
+// vocabulary head (K = 896), and Qwen2.5-0.5B's decode projections (q+k+v 896 x 1152, o 896 x
+// 896, gate/up 896 x 4864, down 4864 x 896).
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -91,9 +97,28 @@ struct Shape2 {
 struct Row {
   Shape2 shape;
   int64_t m;
-  double us;
+  const char* kernel;  // "old" / "new"
+  double us;           // NaN when the kernel failed
   double weight_bytes;
+  int block_k_splits;   // the new kernel's split of K between warps (1 for the old one)
+  double difference;   // new vs old output: max |new - old| / max |old|; NaN for old
+  std::string error;
 };
+
+struct KernelChoice {
+  const char* name;
+  cuda::MatMulNBits4Kernel kernel;
+};
+constexpr KernelChoice kKernels[] = {{"old", cuda::MatMulNBits4Kernel::kCudaCore},
+                                     {"new", cuda::MatMulNBits4Kernel::kAuto}};
+
+// JSON has no NaN: a failed measurement is null.
+std::string json_number(double v) {
+  if (std::isnan(v)) return "null";
+  std::ostringstream out;
+  out << v;
+  return out.str();
+}
 
 std::vector<uint16_t> random_f16(size_t count, std::mt19937& rng, float lo, float hi) {
   std::uniform_real_distribution<float> dist(lo, hi);
@@ -102,7 +127,51 @@ std::vector<uint16_t> random_f16(size_t count, std::mt19937& rng, float lo, floa
   return out;
 }
 
-// Times M = 1 and M = 8 for one weight shape; appends two rows.
+// Microseconds per launch of `args` over the weight copies: one launch per copy, captured once as a
+// CUDA graph and replayed (no launch gaps in the timing, and a check that the kernel is
+// capture-safe). A failed launch ends the capture and comes back as the error.
+Result<double> time_launches(cuda::MatMulNBits4Args args, const std::vector<cuda::DeviceBuffer>& codes,
+                             const std::vector<cuda::DeviceBuffer>& scales, cudaStream_t stream) {
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  OG_RETURN_IF_ERROR(check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture"));
+  Status launched = Status::ok();
+  for (size_t c = 0; c < codes.size() && launched.is_ok(); ++c) {
+    args.b = static_cast<const uint8_t*>(codes[c].data());
+    args.scales = scales[c].data();
+    launched = cuda::launch_matmul_nbits4(args, stream);
+  }
+  const Status captured = check(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture");
+  if (!launched.is_ok() || !captured.is_ok()) {
+    if (graph != nullptr) cudaGraphDestroy(graph);
+    cudaGetLastError();  // the launch error is reported, not left for the next call
+    return launched.is_ok() ? captured : launched;
+  }
+  OG_RETURN_IF_ERROR(check(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate"));
+  const double ms = median_ms(stream, [&] { BENCH_CHECK(check(cudaGraphLaunch(exec, stream), "cudaGraphLaunch")); });
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  return ms * 1e3 / static_cast<double>(codes.size());
+}
+
+// max |y - reference| / max |reference| over two f16 device outputs of `count` values.
+double relative_difference(const cuda::DeviceBuffer& y, const cuda::DeviceBuffer& reference, size_t count,
+                           cudaStream_t stream) {
+  std::vector<uint16_t> got(count), want(count);
+  BENCH_CHECK(cuda::copy_to_host(got.data(), y.data(), count * 2, stream));
+  BENCH_CHECK(cuda::copy_to_host(want.data(), reference.data(), count * 2, stream));
+  BENCH_CHECK(check(cudaStreamSynchronize(stream), "cudaStreamSynchronize"));
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const double g = Float16::to_float(got[i]), w = Float16::to_float(want[i]);
+    diff = std::max(diff, std::fabs(g - w));
+    scale = std::max(scale, std::fabs(w));
+  }
+  return scale > 0 ? diff / scale : diff;
+}
+
+// Times M = 1 and M = 8 with each kernel for one weight shape; appends four rows. The new
+// kernel's output is checked against the old one's on the same inputs.
 void bench_shape(const Shape2& s, int64_t l2_bytes, cudaStream_t stream, std::mt19937& rng, std::vector<Row>& rows) {
   const int64_t blocks = (s.k + s.block - 1) / s.block;
   const size_t code_bytes = static_cast<size_t>(s.n * blocks * s.block / 2);
@@ -122,30 +191,31 @@ void bench_shape(const Shape2& s, int64_t l2_bytes, cudaStream_t stream, std::mt
   }
   for (int64_t m : {int64_t{1}, int64_t{8}}) {
     const std::vector<uint16_t> host_a = random_f16(static_cast<size_t>(m * s.k), rng, -1.0f, 1.0f);
+    const size_t outputs = static_cast<size_t>(m * s.n);
     cuda::DeviceBuffer a = value_or_exit(cuda::DeviceBuffer::allocate(host_a.size() * 2));
-    cuda::DeviceBuffer y = value_or_exit(cuda::DeviceBuffer::allocate(static_cast<size_t>(m * s.n) * 2));
     BENCH_CHECK(cuda::copy_to_device(a.data(), host_a.data(), host_a.size() * 2, stream));
-    cuda::MatMulNBits4Args args;
-    args.dtype = DType::kF16;
-    args.m = m, args.n = s.n, args.k = s.k, args.block_size = s.block, args.blocks = blocks;
-    args.a = a.data();
-    args.y = y.data();
-    // One launch per weight copy, captured once as a CUDA graph and replayed: no launch gaps in
-    // the timing, and a check that the kernel is capture-safe (principle 1).
-    cudaGraph_t graph = nullptr;
-    cudaGraphExec_t exec = nullptr;
-    BENCH_CHECK(check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture"));
-    for (int c = 0; c < copies; ++c) {
-      args.b = static_cast<const uint8_t*>(codes[static_cast<size_t>(c)].data());
-      args.scales = scales[static_cast<size_t>(c)].data();
-      BENCH_CHECK(cuda::launch_matmul_nbits4(args, stream));
+    std::vector<cuda::DeviceBuffer> y;
+    for (const KernelChoice& choice : kKernels) {
+      y.push_back(value_or_exit(cuda::DeviceBuffer::allocate(outputs * 2)));
+      cuda::MatMulNBits4Args args;
+      args.dtype = DType::kF16;
+      args.m = m, args.n = s.n, args.k = s.k, args.block_size = s.block, args.blocks = blocks;
+      Row row{s, m, choice.name, NAN, static_cast<double>(set_bytes), 1, NAN, ""};
+      const Status planned = cuda::plan_matmul_nbits4(args, choice.kernel);
+      args.a = a.data();
+      args.y = y.back().data();
+      const Result<double> us = planned.is_ok() ? time_launches(args, codes, scales, stream) : Result<double>(planned);
+      if (us.is_ok()) {
+        row.us = *us;
+        row.block_k_splits = args.block_k_splits;
+        if (y.size() > 1) row.difference = relative_difference(y.back(), y.front(), outputs, stream);
+      } else {
+        row.error = us.status().message();
+        std::fprintf(stderr, "cuda_bench: K=%lld N=%lld M=%lld %s: %s\n", static_cast<long long>(s.k),
+                     static_cast<long long>(s.n), static_cast<long long>(m), choice.name, row.error.c_str());
+      }
+      rows.push_back(row);
     }
-    BENCH_CHECK(check(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture"));
-    BENCH_CHECK(check(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate"));
-    const double ms = median_ms(stream, [&] { BENCH_CHECK(check(cudaGraphLaunch(exec, stream), "cudaGraphLaunch")); });
-    cudaGraphExecDestroy(exec);
-    cudaGraphDestroy(graph);
-    rows.push_back(Row{s, m, ms * 1e3 / copies, static_cast<double>(set_bytes)});
   }
   BENCH_CHECK(check(cudaStreamSynchronize(stream), "cudaStreamSynchronize"));
 }
@@ -161,26 +231,44 @@ int run(int argc, char** argv) {
   for (const Shape2 base : {Shape2{4096, 4096, 0}, Shape2{4096, 14336, 0}, Shape2{14336, 4096, 0}, Shape2{896, 151936, 0}}) {
     for (int64_t block : {int64_t{32}, int64_t{128}}) bench_shape(Shape2{base.k, base.n, block}, device.l2_bytes, stream, rng, rows);
   }
+  for (const Shape2 qwen : {Shape2{896, 1152, 32}, Shape2{896, 896, 32}, Shape2{896, 4864, 32}, Shape2{4864, 896, 32}}) {
+    bench_shape(qwen, device.l2_bytes, stream, rng, rows);
+  }
   cudaStreamDestroy(stream);
 
   std::ofstream json(json_path);
   json << "{\n  \"device\": \"" << device.to_string() << "\",\n  \"copy_bandwidth_gbs\": " << copy_bw / 1e9
        << ",\n  \"activations\": \"f16\",\n  \"results\": [\n";
   std::printf("device: %s\ncopy bandwidth (read + write): %.0f GB/s\n\n", device.to_string().c_str(), copy_bw / 1e9);
-  std::printf("| K | N | block | M | time (us) | weights GB/s | of copy BW | M=8 / M=1 |\n");
-  std::printf("|---|---|---|---|---|---|---|---|\n");
+  std::printf("| K | N | block | M | kernel | time (us) | weights GB/s | of copy BW | M=8 / M=1 | K splits |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
   for (size_t i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];
     const double gbs = r.weight_bytes / (r.us * 1e-6) / 1e9;
-    const double ratio = r.m == 8 ? r.us / rows[i - 1].us : 1.0;
-    std::printf("| %lld | %lld | %lld | %lld | %.2f | %.0f | %.2f | %s |\n", static_cast<long long>(r.shape.k),
-                static_cast<long long>(r.shape.n), static_cast<long long>(r.shape.block), static_cast<long long>(r.m), r.us,
-                gbs, gbs * 1e9 / copy_bw, r.m == 8 ? std::to_string(ratio).substr(0, 4).c_str() : "");
+    // The same shape and kernel at M = 1.
+    double ratio = 1.0;
+    for (const Row& one : rows) {
+      if (r.m == 8 && one.m == 1 && one.shape.k == r.shape.k && one.shape.n == r.shape.n &&
+          one.shape.block == r.shape.block && std::string(one.kernel) == r.kernel) {
+        ratio = r.us / one.us;
+      }
+    }
+    std::printf("| %lld | %lld | %lld | %lld | %s | %.2f | %.0f | %.2f | %s | %d |\n", static_cast<long long>(r.shape.k),
+                static_cast<long long>(r.shape.n), static_cast<long long>(r.shape.block), static_cast<long long>(r.m),
+                r.kernel, r.us, gbs, gbs * 1e9 / copy_bw, r.m == 8 ? std::to_string(ratio).substr(0, 4).c_str() : "",
+                r.block_k_splits);
     json << "    {\"k\": " << r.shape.k << ", \"n\": " << r.shape.n << ", \"block\": " << r.shape.block << ", \"m\": " << r.m
-         << ", \"us\": " << r.us << ", \"weight_bytes\": " << r.weight_bytes << ", \"weights_gbs\": " << gbs
-         << ", \"fraction_of_copy\": " << gbs * 1e9 / copy_bw << ", \"m8_over_m1\": " << ratio << "}"
-         << (i + 1 < rows.size() ? ",\n" : "\n");
+         << ", \"kernel\": \"" << r.kernel << "\", \"us\": " << json_number(r.us) << ", \"weight_bytes\": " << r.weight_bytes
+         << ", \"weights_gbs\": " << json_number(gbs) << ", \"fraction_of_copy\": " << json_number(gbs * 1e9 / copy_bw)
+         << ", \"m8_over_m1\": " << json_number(ratio) << ", \"block_k_splits\": " << r.block_k_splits
+         << ", \"difference_vs_old\": " << json_number(r.difference)
+         << ", \"error\": \"" << r.error << "\"}" << (i + 1 < rows.size() ? ",\n" : "\n");
   }
+  // The new kernel computes what the old one does: f32 accumulation in another order, f16 output.
+  double worst = 0;
+  for (const Row& r : rows) worst = std::isnan(r.difference) ? worst : std::max(worst, r.difference);
+  std::printf("\nnew vs old outputs: worst max|new - old| / max|old| = %.3g%s\n", worst,
+              worst > 1e-2 ? "  <-- MISMATCH" : "");
   json << "  ]\n}\n";
   return json ? 0 : 1;
 }

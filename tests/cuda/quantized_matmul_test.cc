@@ -1,6 +1,9 @@
-// MatMulNBits (4-bit): CUDA kernel against the CPU kernel (accuracy_level 0: f32 arithmetic on
-// both sides) on random M, K (including K not a multiple of the block), N, block sizes, dtypes,
-// zero-point forms and bias.
+// MatMulNBits (4-bit): CUDA kernels against the CPU kernel (accuracy_level 0: f32 arithmetic on
+// both sides) on random M (1..16: the tensor-core kernel where K is whole quads of 128; 17 and
+// 64: the CUDA-core one), K (including K not a multiple of the block, odd K: the CUDA-core
+// kernel), N (odd too), block sizes (every layout of the tensor-core kernel: blocks of 16, 32,
+// >= 64 bytes, with column classes and spread), dtypes, zero-point forms and bias; model-sized
+// shapes that split K across warps; inputs both sides reject.
 #include <string>
 
 #include "cuda_test_util.h"
@@ -48,31 +51,73 @@ class MatMulNBitsCuda : public CudaKernelTest {
 
 TEST_F(MatMulNBitsCuda, MatchesCpuOnRandomCases) {
   constexpr DType kDtypes[] = {DType::kF32, DType::kF16, DType::kBF16};
-  constexpr int64_t kMs[] = {1, 2, 3, 8, 17, 64};
+  constexpr int64_t kMs[] = {1, 2, 3, 5, 8, 13, 16, 17, 64};
   constexpr int64_t kBlocks[] = {16, 32, 64, 128, 256};
   constexpr int64_t kKs[] = {64, 896, 1024, 4096, 200, 1000, 33, 2056};
-  for (int trial = 0; trial < 72; ++trial) {
+  for (int trial = 0; trial < 108; ++trial) {
     MatMulCase c;
-    c.dtype = kDtypes[trial % 3];
-    c.m = kMs[trial % 6];
+    c.m = kMs[trial % 9];
+    c.dtype = kDtypes[trial / 9 % 3];
     c.block = kBlocks[rng_() % 5];
     c.k = rng_() % 4 == 0 ? std::uniform_int_distribution<int64_t>(1, 3000)(rng_) : kKs[rng_() % std::size(kKs)];
-    c.n = rng_() % 2 == 0 ? std::uniform_int_distribution<int64_t>(1, 300)(rng_) : 256;
-    c.zp = static_cast<ZeroPoints>(trial % 3);
+    c.n = rng_() % 2 == 0 ? std::uniform_int_distribution<int64_t>(1, 300)(rng_) : 256 + rng_() % 2;
+    c.zp = static_cast<ZeroPoints>(trial / 27 % 3);  // every (M, dtype, zero points) at least once
     c.bias = rng_() % 2 == 0;
     c.a_3d = trial % 7 == 0;
     check(c);
   }
 }
 
-// Decode-sized shapes: the GEMV path at model sizes with 16-byte loads everywhere.
+// Decode-sized shapes on the tensor-core kernel: K split across the warps of a block (4096 x
+// 4096, 4864 x 896, 896 x 1152 on an H200), column classes (M x blocks per quad <= 8: 4 classes
+// at M <= 2 with 32-code blocks, 2 at M <= 4 with 64) and spread layouts, every zero-point form.
 TEST_F(MatMulNBitsCuda, MatchesCpuAtModelSizes) {
   for (const MatMulCase& c : {MatMulCase{DType::kF16, 1, 4096, 4096, 32, ZeroPoints::kNone, false, true},
+                              MatMulCase{DType::kF16, 2, 896, 1152, 32, ZeroPoints::kPacked, true, false},
+                              MatMulCase{DType::kBF16, 1, 4864, 896, 32, ZeroPoints::kFloat, false, false},
+                              MatMulCase{DType::kF32, 1, 1024, 640, 32, ZeroPoints::kPacked, false, false},
+                              MatMulCase{DType::kF16, 4, 896, 4864, 64, ZeroPoints::kFloat, true, false},
+                              MatMulCase{DType::kBF16, 3, 2048, 1000, 64, ZeroPoints::kPacked, false, false},
+                              MatMulCase{DType::kF16, 1, 2048, 200, 256, ZeroPoints::kPacked, false, false},
+                              MatMulCase{DType::kBF16, 8, 4096, 4096, 32, ZeroPoints::kPacked, true, false},
                               MatMulCase{DType::kBF16, 1, 896, 4864, 128, ZeroPoints::kPacked, true, false},
+                              MatMulCase{DType::kF16, 16, 896, 1152, 32, ZeroPoints::kFloat, true, false},
+                              MatMulCase{DType::kF16, 8, 4864, 896, 32, ZeroPoints::kPacked, false, false},
+                              MatMulCase{DType::kF32, 3, 4864, 896, 64, ZeroPoints::kFloat, true, false},
                               MatMulCase{DType::kF32, 8, 4096, 1024, 128, ZeroPoints::kPacked, false, false},
                               MatMulCase{DType::kF16, 17, 2048, 512, 64, ZeroPoints::kFloat, true, false}}) {
     check(c);
   }
+}
+
+// The CUDA kernel runs what the CPU kernel runs: the shared validation rejects g_idx with the
+// CPU's message, and 8-bit weights (CPU only) are declined in prepare, naming the node.
+TEST_F(MatMulNBitsCuda, RejectsWhatItCannotRun) {
+  const int64_t k = 64, n = 8, block = 32, blocks = 2;
+  std::vector<Tensor> inputs{random_float_tensor(DType::kF16, Shape{1, k}, rng_),
+                             random_bytes(Shape{n, blocks, block / 2}, rng_),
+                             random_float_tensor(DType::kF16, Shape{n * blocks}, rng_), Tensor(),
+                             Tensor::allocate(DType::kI32, Shape{k}).value()};
+  CudaNode with_g_idx("MatMulNBits", "com.microsoft", {true});
+  with_g_idx.attr_int("K", k).attr_int("N", n).attr_int("bits", 4).attr_int("block_size", block);
+  const Node& node = with_g_idx.with_inputs(inputs);
+  Result<PreparedNode> cpu = prepare_node(node, inputs, DeviceType::kCpu);
+  Result<PreparedNode> gpu = prepare_node(node, inputs, DeviceType::kCuda);
+  ASSERT_FALSE(cpu.is_ok());
+  ASSERT_FALSE(gpu.is_ok());
+  EXPECT_EQ(gpu.status().message(), cpu.status().message());
+  EXPECT_NE(gpu.status().message().find("g_idx"), std::string::npos) << gpu.status().message();
+
+  inputs.resize(3);
+  inputs[1] = random_bytes(Shape{n, blocks, block}, rng_);
+  CudaNode eight_bit("MatMulNBits", "com.microsoft", {true});
+  eight_bit.attr_int("K", k).attr_int("N", n).attr_int("bits", 8).attr_int("block_size", block);
+  const Node& node8 = eight_bit.with_inputs(inputs);
+  ASSERT_TRUE(prepare_node(node8, inputs, DeviceType::kCpu).is_ok());
+  Result<PreparedNode> gpu8 = prepare_node(node8, inputs, DeviceType::kCuda);
+  ASSERT_FALSE(gpu8.is_ok());
+  EXPECT_NE(gpu8.status().message().find("4-bit"), std::string::npos) << gpu8.status().message();
+  EXPECT_NE(gpu8.status().message().find(node8.describe()), std::string::npos) << gpu8.status().message();
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // com.microsoft MatMulNBits on CUDA, 4-bit weights (ops/cuda/quantized_matmul_kernels.cu):
 // the same parameters, validation and semantics as the CPU kernel (ops/schema/quantized_matmul.h),
-// computed in f32 whatever accuracy_level says (the CPU's int8 path at accuracy_level 4 is an
-// approximation of this).
+// computed with f32 accumulation whatever accuracy_level says (the CPU's int8 path at
+// accuracy_level 4 is an approximation of this). The kernel and its split of the work are planned
+// here, from the shapes; run() only launches.
 #include "ops/cuda/quantized_matmul_kernels.h"
 #include "ops/cuda/register.h"
 #include "ops/op.h"
@@ -22,9 +23,12 @@ class MatMulNBitsCudaKernel final : public OpKernel {
     args_.k = p.k;
     args_.block_size = p.block_size;
     args_.blocks = p.blocks;
+    args_.packed_zero_points = p.has_zp && p.zp_packed;
+    args_.float_zero_points = p.has_zp && !p.zp_packed;
     has_zp_ = p.has_zp;
     zp_packed_ = p.zp_packed;
     has_bias_ = p.has_bias;
+    if (Status planned = cuda::plan_matmul_nbits4(args_); !planned.is_ok()) return ctx.fail(planned.message());
     return Status::ok();
   }
 

@@ -1,27 +1,16 @@
 // 4-bit MatMulNBits on the GPU: y [M, N] = A [M, K] x dequantise(B [N, K])^T.
 //
-// Memory-access plan (decode is memory-bound: at M = 1 every weight byte is used once, so the
-// goal is to stream B at DRAM bandwidth and keep everything else in cache):
-//   - A block is 4 warps; a warp owns kRowsPerWarp = 2 consecutive rows of B (2 outputs per
-//     activation row), so the grid has ceil(N / 8) blocks: 512 for N = 4096, enough to put
-//     several blocks on each of an H200's 132 SMs.
-//   - A row of B is blocks * block_size / 2 contiguous bytes. Lane l reads 16-byte chunks l,
-//     l + 32, ... (32 codes each), so a warp's load is 512 contiguous bytes: fully coalesced, each
-//     byte read once. Two chunks of each of the warp's rows are loaded before any is used, giving
-//     four independent 16-byte loads in flight per lane. Rows whose length is not a multiple of
-//     16 bytes (block 16 with an odd block count) or a B not 16-byte aligned use 8-byte chunks.
-//   - A 32-bit word is 8 codes of one quantisation block (block_size >= 16), so its scale and
-//     zero point are loaded once per word (tiny, L1/L2 resident). A code becomes a float by
-//     OR-ing it into the mantissa of 2^23 and subtracting 2^23 (exact; no int-to-float unit).
-//   - Activations (M x K, a few KiB to a few hundred KiB) are read through L1/L2 by every warp,
-//     16 bytes at a time when K % 8 == 0 and A is 16-byte aligned, else element by element with
-//     a bound check. Codes past K (padding of the last block) meet zero activations.
-//   - M > 1: a tile of MR (1, 2, 4 or 8) activation rows is held in registers, so each decoded
-//     weight feeds MR FMAs and B is streamed once per tile: once in all for M <= 8, ceil(M / 8)
-//     times beyond (blockIdx.y is the tile). A tensor-core path for larger M is future work.
-//   - Accumulation is f32 (per word, then scaled into the running sum); each output is reduced
-//     across the warp with shuffles and written once, in A's dtype, with the bias added.
+// Decode is memory-bound: at small M every weight byte is used once per call, so the goal is to
+// stream B at DRAM bandwidth, reading it once for all M rows, with as few instructions per byte
+// as possible (at the H200's bandwidth each SM must consume 16 bytes of codes a clock). Two
+// kernels:
+//   - tensor_core (M <= 16; K a multiple of 128 and of the block; blocks of >= 32 codes; aligned
+//     pointers: every decoder projection): below. M = 1 and M = 16 read the weights the same way.
+//   - cuda_core (everything else, and M > 16): FMA on CUDA cores, B streamed once per tile of 8
+//     activation rows.
+#include <algorithm>
 #include <cstdint>
+#include <tuple>
 #include <type_traits>
 
 #include "core/cuda/cuda_check.h"
@@ -31,6 +20,495 @@
 namespace onnx_genai::cuda {
 
 namespace {
+
+template <int V>
+using Int = std::integral_constant<int, V>;
+
+bool aligned(const void* p, uintptr_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
+
+__host__ __device__ constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// ---------------------------------------------------------------------------------------------
+// tensor_core: M <= 16 on mma.sync.m16n8k16 (f16 or bf16 operands, f32 accumulators).
+//
+// The mma computes D [16 rows of B, 8 columns] += W [16 rows of B, 16 k] x X [16 k, 8 columns];
+// a warp owns a tile of 16 rows of B and streams a range of K ("quads") of it.
+//
+//   Streaming B. Lane (g, t) (g = lane / 4, t = lane % 4) loads 16 bytes (32 codes) of rows g
+//   and g + 8 of its tile per quad: the 4 lanes of group g read 64 contiguous bytes of row g.
+//   Loads are 16 bytes wide, unconditional (K is whole quads; rows past N read row N - 1, whose
+//   results are dropped) and skip L1 (kept for the activations). Quads go through a ring of
+//   STAGES in registers: quad q + STAGES - 1 is loaded before quad q is used.
+//
+//          row g     | lane 4g | lane 4g+1 | lane 4g+2 | lane 4g+3 |  <- quad q: bytes 64q..64q+63
+//          row g + 8 | lane 4g | lane 4g+1 | lane 4g+2 | lane 4g+3 |
+//
+//   Exact weights, scales in f32. A code becomes magic + code by OR-ing it into the mantissa of
+//   1024 (f16) or 128 (bf16); subtracting magic + zero point leaves q - zp exactly (f16 takes the
+//   high nibble in place, as 1024 + 16 q, and one fma by 1/16 subtracts 64 + zp). A block's
+//   scale multiplies the f32 mma result, so every mma column must sum codes of one block.
+//   Which k a lane's code stands for is the lane's own choice (the same permutation is applied
+//   to the activations it loads), so the blocks can be met two ways:
+//   - Column classes (no shuffles; when classes x M <= 8). A quad spans C = 2^E blocks (E = 0
+//     for blocks >= 64 bytes, 1 for 32, 2 for 16), lane t's 16 bytes lie in block t * C / 4,
+//     and the mma's 8 columns are (activation row, block class) pairs: a lane loads activations
+//     only for the class of its k positions and zeros otherwise, so column (m, c) sums block c
+//     of row m. One scale per column, applied once per quad; the classes are added at the end.
+//   - Spread (larger M): the 4 lanes of a group trade words over warp shuffles so that each
+//     holds an equal share of every block; step s of the quad's 8 then reads block s >> (3 - E)
+//     for all lanes, and all 8 columns are activation rows (two tiles of 8 for M > 8).
+//   Activations are read through L1 (where the SM's warps share them), 16 bytes a lane for the
+//   two steps of a word. Float zero points: W holds q and zp x sum(a) over the block (a second
+//   mma with W = ones) is subtracted after scaling. f32 activations are split into three bf16
+//   parts (hi + mid + lo is exact to f32), three mmas.
+//
+//   Splitting K. Small N gives few row tiles, so the 8 warps of a block may cover
+//   8 / block_k_splits tiles each, splitting K between block_k_splits warps (plan() weighs
+//   waves of resident blocks against memory round trips per warp). Partial sums meet in shared
+//   memory and are summed in a fixed order: no atomics, no workspace, deterministic,
+//   capture-safe. No thread-block clusters: their launch and cluster-wide barriers cost more
+//   than they saved.
+namespace tensor_core {
+
+constexpr int kWarps = 8;
+constexpr int kThreads = kWarps * 32;
+constexpr int kTileRows = 16;     // rows of B per warp: the mma's M
+constexpr int kMaxMTiles = 2;     // tiles of 8 activation rows (spread): M <= 16
+constexpr int kQuadBytes = 64;    // of one row of B, per lane group and quad
+constexpr int kQuadCodes = 2 * kQuadBytes;
+// Shared memory is 8 KiB a block: a small carve-out leaves the rest of the SM's 256 KiB to L1
+// for the activations (the runtime rounds the percentage up to a supported size).
+constexpr int kSharedCarveoutPercent = 25;
+
+// What lanes with no activation row of their own multiply by: a quad's k range in f32, padded.
+__device__ uint4 g_zero_activations[64];
+
+// Operand type of the mma for activations of type T; f32 activations run as three bf16 parts.
+template <typename T>
+struct Operands {
+  static constexpr bool kBf16 = !std::is_same_v<T, __half>;
+  static constexpr int kParts = std::is_same_v<T, float> ? 3 : 1;
+  static constexpr uint32_t kOnes = kBf16 ? 0x3F803F80u : 0x3C003C00u;  // (1, 1)
+};
+
+template <bool BF16>
+__device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+  if constexpr (BF16) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  } else {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  }
+}
+
+template <bool BF16>
+__device__ __forceinline__ uint32_t sub_pair(uint32_t a, uint32_t b) {
+  uint32_t d;
+  if constexpr (BF16) asm("sub.rn.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  else asm("sub.rn.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  return d;
+}
+
+__device__ __forceinline__ uint32_t fma_pair(uint32_t a, uint32_t b, uint32_t c) {
+  uint32_t d;
+  asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+}
+
+// 16 bytes of codes, streamed past L1 (kept for the activations), with a 128-byte L2 fetch hint
+// (neighbouring quads of the row share the line).
+__device__ __forceinline__ uint4 load_codes(const uint8_t* p) {
+  uint4 v;
+  asm("ld.global.nc.L1::no_allocate.L2::128B.v4.u32 {%0, %1, %2, %3}, [%4];"
+      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+      : "l"(p));
+  return v;
+}
+
+// Lanes t and t ^ LANE of a group trade words: the word-index bit WORD and the lane bit LANE of
+// "which lane and word of the loaded quad this register holds" change places.
+template <int WORD, int LANE>
+__device__ __forceinline__ void trade_words(uint32_t (&x)[4], bool upper) {
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    if (j & WORD) continue;
+    const uint32_t got = __shfl_xor_sync(0xffffffffu, upper ? x[j] : x[j | WORD], LANE);
+    if (upper) x[j] = got;
+    else x[j | WORD] = got;
+  }
+}
+
+// Spreads each of the quad's 2^S blocks evenly over the group's 4 lanes.
+template <int S>
+__device__ __forceinline__ void spread_blocks(uint32_t (&x)[4], int t) {
+  if constexpr (S >= 1) trade_words<2, 2>(x, (t & 2) != 0);
+  if constexpr (S >= 2) trade_words<1, 1>(x, (t & 1) != 0);
+}
+
+// Byte offset in the quad of lane t's halfword for step s (= 2 x word + half) after S rounds
+// of spreading, as a lane part and a step part: the inverse of spread_blocks.
+template <int S>
+__device__ __forceinline__ int lane_offset(int t) {
+  if constexpr (S == 0) return 16 * t;
+  else if constexpr (S == 1) return 16 * (t & 1) + 4 * (t & 2);
+  else return 4 * t;
+}
+
+template <int S>
+__device__ __forceinline__ constexpr int step_offset(int s) {
+  const int word = s >> 1, half = s & 1;
+  if constexpr (S == 0) return 4 * word + 2 * half;
+  else if constexpr (S == 1) return 32 * (word >> 1) + 4 * (word & 1) + 2 * half;
+  else return 16 * word + 2 * half;
+}
+
+// How a quad's 2^E quantisation blocks meet the mma (see above): column classes, or spread.
+template <int E, bool SPREAD>
+struct Layout {
+  static constexpr int kBlocks = 1 << E;                  // blocks in a quad
+  static constexpr int kSpread = SPREAD ? E : 0;          // rounds of spread_blocks
+  static constexpr int kClasses = kBlocks >> kSpread;     // blocks side by side in an mma's columns
+  static constexpr int kStepsPerPhase = 8 >> kSpread;     // steps of the quad sharing a block
+  static constexpr int kTileM = 8 / kClasses;             // activation rows per mma
+  static constexpr int kScales = SPREAD ? kBlocks : (kClasses == 1 ? 1 : 2);  // per row and lane
+  static constexpr int kZeroBytes = E == 2 ? 2 : 1;       // packed zero points of a quad
+  // The block (within the quad) of lane t's codes.
+  __device__ static int lane_class(int t) { return t * kClasses / 4; }
+  // The first block whose scale the lane applies: fragment columns 2t, 2t + 1 are classes
+  // (2t) % C and (2t + 1) % C.
+  __device__ static int scale_start(int t) { return kClasses == 4 ? 2 * (t & 1) : 0; }
+  // The block (in zero-point nibbles from the quad's first byte) of the lane's codes at a step:
+  // fixed per lane (its class, plus the parity of a block that starts mid-byte), or the phase.
+  __device__ static int code_block(int step, int lane_block) { return SPREAD ? step / kStepsPerPhase : lane_block; }
+  // Which of the lane's scales fragment element e takes in phase p.
+  __device__ static constexpr int scale_index(int p, int e) { return SPREAD ? p : (kClasses == 1 ? 0 : e & 1); }
+};
+
+// magic + zp to subtract, and -(64 + zp) to add after scaling an in-place high nibble (f16).
+struct ZeroPair {
+  uint32_t sub, fma;
+};
+
+template <bool BF16>
+__device__ __forceinline__ ZeroPair zero_pair(uint32_t zp) {
+  if constexpr (BF16) return {(0x4300u | zp) * 0x10001u, 0u};
+  else return {(0x6400u | zp) * 0x10001u, (0xD400u | zp << 4) * 0x10001u};
+}
+
+// Word w of codes (4 consecutive k per halfword) as four pairs q - zp: d[0] = (k0, k2),
+// d[1] = (k1, k3) of the low halfword (zero point `lo`), d[2], d[3] of the high one (`hi`).
+template <bool BF16>
+__device__ __forceinline__ void dequantise_word(uint32_t w, ZeroPair lo, ZeroPair hi, uint32_t (&d)[4]) {
+  w = __byte_perm(w, 0, 0x3120);  // bytes 0 2 1 3: each pair below comes from one halfword
+  if constexpr (BF16) {
+    constexpr uint32_t kMagic = 0x43004300u;  // (128, 128)
+    d[0] = sub_pair<true>((w & 0x000F000Fu) | kMagic, lo.sub);
+    d[1] = sub_pair<true>(((w >> 4) & 0x000F000Fu) | kMagic, lo.sub);
+    d[2] = sub_pair<true>(((w >> 8) & 0x000F000Fu) | kMagic, hi.sub);
+    d[3] = sub_pair<true>(((w >> 12) & 0x000F000Fu) | kMagic, hi.sub);
+  } else {
+    constexpr uint32_t kMagic = 0x64006400u, kSixteenth = 0x2C002C00u;  // (1024, 1024), (1/16, 1/16)
+    d[0] = sub_pair<false>((w & 0x000F000Fu) | kMagic, lo.sub);
+    d[1] = fma_pair((w & 0x00F000F0u) | kMagic, kSixteenth, lo.fma);  // (1024 + 16 q) / 16 - (64 + zp)
+    w >>= 8;
+    d[2] = sub_pair<false>((w & 0x000F000Fu) | kMagic, hi.sub);
+    d[3] = fma_pair((w & 0x00F000F0u) | kMagic, kSixteenth, hi.fma);
+  }
+}
+
+// The mma's B operands of a word's two steps, from activations p[0 .. 7] (16 bytes in f16 /
+// bf16, so one load serves both steps): step h takes p[4h .. 4h + 3] in the order of
+// dequantise_word, (p0, p2), (p1, p3); per part of an f32 split.
+template <typename T>
+__device__ __forceinline__ void activation_fragments(const T* p, uint32_t (&b)[2][Operands<T>::kParts][2]) {
+  if constexpr (std::is_same_v<T, float>) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float4 v = __ldg(reinterpret_cast<const float4*>(p) + h);
+      float x[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+      for (int part = 0; part < 3; ++part) {
+        uint32_t bits[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const __nv_bfloat16 r = __float2bfloat16_rn(x[i]);
+          x[i] -= __bfloat162float(r);  // exact: the next part rounds the remainder
+          bits[i] = __bfloat16_as_ushort(r);
+        }
+        b[h][part][0] = bits[0] | bits[2] << 16;
+        b[h][part][1] = bits[1] | bits[3] << 16;
+      }
+    }
+  } else {
+    const uint4 v = __ldg(reinterpret_cast<const uint4*>(p));  // (p0, p1), (p2, p3), (p4, p5), (p6, p7)
+    b[0][0][0] = __byte_perm(v.x, v.y, 0x5410);
+    b[0][0][1] = __byte_perm(v.x, v.y, 0x7632);
+    b[1][0][0] = __byte_perm(v.z, v.w, 0x5410);
+    b[1][0][1] = __byte_perm(v.z, v.w, 0x7632);
+  }
+}
+
+// Zero points: none (8), packed 4-bit (subtracted before the mma), floats (applied after it).
+enum class Zp { kNone, kPacked, kFloat };
+
+// What one lane loads for one quad: codes of its two rows and their blocks' parameters.
+template <typename T, typename Lay, Zp ZP>
+struct Quad {
+  uint4 codes[2];
+  Pack<T, Lay::kScales> scale[2];
+  Pack<T, ZP == Zp::kFloat ? Lay::kScales : 1> zero_float[2];
+  uint32_t zero_packed[2];  // the quad's zero-point bytes, little-endian
+};
+
+// The lane's view of the problem: its rows (g, g + 8 of the tile) and activation rows, at quad 0.
+// Offsets into B and its parameters are 32-bit (the plan checks the sizes): fewer registers.
+template <typename T, int NT>
+struct LaneView {
+  uint32_t codes[2];           // bytes to the lane's 16 of quad 0 (rows past N read row N - 1)
+  uint32_t scales[2];          // elements to the first scale (and float zero point) it applies
+  uint32_t zero_points[2];     // packed: bytes to the row's zero points
+  const T* a[NT];              // activations of quad 0 at the lane's k, or zeros
+  int a_step[NT];              // elements per quad: kQuadCodes, or 0 on the zeros
+  int t;
+  int block_shift;             // log2(bytes per block)
+};
+
+template <typename T, typename Lay, Zp ZP, int NT>
+__device__ __forceinline__ LaneView<T, NT> lane_view(const MatMulNBits4Args& p, int64_t first_row, int lane) {
+  const int g = lane / 4, t = lane % 4;
+  const uint32_t row_bytes = static_cast<uint32_t>(p.k / 2), blocks = static_cast<uint32_t>(p.blocks);
+  LaneView<T, NT> v;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const uint32_t n = static_cast<uint32_t>(first_row + g + 8 * r < p.n ? first_row + g + 8 * r : p.n - 1);
+    v.codes[r] = n * row_bytes + 16 * t;
+    v.scales[r] = n * blocks + Lay::scale_start(t);
+    v.zero_points[r] = n * ((blocks + 1) / 2);
+  }
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) {
+    const int64_t m = nt * Lay::kTileM + g / Lay::kClasses;
+    const bool own = g % Lay::kClasses == Lay::lane_class(t) && m < p.m;
+    v.a[nt] = own ? static_cast<const T*>(p.a) + m * p.k + 2 * lane_offset<Lay::kSpread>(t)
+                  : reinterpret_cast<const T*>(g_zero_activations);
+    v.a_step[nt] = own ? kQuadCodes : 0;
+  }
+  v.t = t;
+  v.block_shift = __ffs(static_cast<int>(p.block_size)) - 2;  // block_size is a power of two
+  return v;
+}
+
+// Issues quad q's loads (none past the warp's range).
+template <typename T, typename Lay, Zp ZP, int NT>
+__device__ __forceinline__ void load_quad(const MatMulNBits4Args& p, const LaneView<T, NT>& v, int q, int q_end,
+                                          Quad<T, Lay, ZP>& d) {
+  using Params = Pack<T, Lay::kScales>;
+  if (q >= q_end) return;
+  const uint32_t first = Lay::kBlocks == 1 ? (q * kQuadBytes) >> v.block_shift : q * Lay::kBlocks;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) d.codes[r] = load_codes(p.b + (v.codes[r] + q * kQuadBytes));
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    d.scale[r] = *reinterpret_cast<const Params*>(static_cast<const T*>(p.scales) + (v.scales[r] + first));
+    if constexpr (ZP == Zp::kFloat) {
+      d.zero_float[r] = *reinterpret_cast<const Params*>(static_cast<const T*>(p.zp_float) + (v.scales[r] + first));
+    }
+    if constexpr (ZP == Zp::kPacked) {
+      const uint8_t* zp = p.zp_packed + (v.zero_points[r] + first / 2);
+      if constexpr (Lay::kZeroBytes == 1) d.zero_packed[r] = *zp;
+      else d.zero_packed[r] = *reinterpret_cast<const uint16_t*>(zp);
+    }
+  }
+}
+
+// Zero pairs of row r's block `nibble` (counted from the quad's first zero-point byte).
+template <typename T, typename Lay, Zp ZP>
+__device__ __forceinline__ ZeroPair zeros(const Quad<T, Lay, ZP>& d, int r, int nibble) {
+  constexpr bool kBf16 = Operands<T>::kBf16;
+  if constexpr (ZP == Zp::kPacked) return zero_pair<kBf16>((d.zero_packed[r] >> (4 * nibble)) & 0xFu);
+  else return zero_pair<kBf16>(ZP == Zp::kFloat ? 0u : 8u);  // float zero points are applied after the mma
+}
+
+// acc [activation tile][fragment] += the quad's contribution. part / sums collect one phase's
+// steps before its scales (and float zero points) are applied.
+template <typename T, typename Lay, Zp ZP, int NT>
+__device__ __forceinline__ void multiply_quad(const LaneView<T, NT>& v, int q, const Quad<T, Lay, ZP>& d,
+                                              float (&acc)[NT][4]) {
+  using Ops = Operands<T>;
+  constexpr bool kFloatZp = ZP == Zp::kFloat;
+  // Phases of >= 4 steps alternate between two accumulators: half the mma dependency chain.
+  constexpr int kChains = Lay::kStepsPerPhase >= 4 ? 2 : 1;
+  uint32_t x[2][4] = {{d.codes[0].x, d.codes[0].y, d.codes[0].z, d.codes[0].w},
+                      {d.codes[1].x, d.codes[1].y, d.codes[1].z, d.codes[1].w}};
+  spread_blocks<Lay::kSpread>(x[0], v.t);
+  spread_blocks<Lay::kSpread>(x[1], v.t);
+  const T* a[NT];
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) a[nt] = v.a[nt] + q * v.a_step[nt];
+  // A block of >= 64 bytes may start in the high half of its zero-point byte.
+  const int parity = Lay::kBlocks == 1 ? ((q * kQuadBytes) >> v.block_shift) & 1 : 0;
+  const int lane_block = Lay::lane_class(v.t) + parity;
+  const uint32_t ones[4] = {Ops::kOnes, Ops::kOnes, Ops::kOnes, Ops::kOnes};
+  float part[kChains][NT][4] = {}, sums[kChains][NT][4] = {};
+#pragma unroll
+  for (int word = 0; word < 4; ++word) {
+    // Blocks of the word's two steps.
+    const int lo = Lay::code_block(2 * word, lane_block), hi = Lay::code_block(2 * word + 1, lane_block);
+    uint32_t dq[2][4];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) dequantise_word<Ops::kBf16>(x[r][word], zeros(d, r, lo), zeros(d, r, hi), dq[r]);
+    uint32_t b[NT][2][Ops::kParts][2];
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) activation_fragments<T>(a[nt] + 2 * step_offset<Lay::kSpread>(2 * word), b[nt]);
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int step = 2 * word + half, chain = step % kChains;
+      const uint32_t w[4] = {dq[0][2 * half], dq[1][2 * half], dq[0][2 * half + 1], dq[1][2 * half + 1]};
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+#pragma unroll
+        for (int i = 0; i < Ops::kParts; ++i) {
+          mma<Ops::kBf16>(part[chain][nt], w, b[nt][half][i]);
+          if constexpr (kFloatZp) mma<Ops::kBf16>(sums[chain][nt], ones, b[nt][half][i]);
+        }
+      }
+      if (step % Lay::kStepsPerPhase != Lay::kStepsPerPhase - 1) continue;
+      // Fragment element e is row g + 8 (e / 2) of the tile, column 2t + (e % 2).
+      const int phase = step / Lay::kStepsPerPhase;
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int s = Lay::scale_index(phase, e);
+        const float scale = to_float(d.scale[e / 2].v[s]);
+        const float zp_scale = kFloatZp ? scale * to_float(d.zero_float[e / 2].v[kFloatZp ? s : 0]) : 0.0f;
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) {
+#pragma unroll
+          for (int c = 0; c < kChains; ++c) {
+            acc[nt][e] = fmaf(scale, part[c][nt][e], acc[nt][e]);
+            if constexpr (kFloatZp) acc[nt][e] = fmaf(-zp_scale, sums[c][nt][e], acc[nt][e]);
+            part[c][nt][e] = 0.0f;
+            sums[c][nt][e] = 0.0f;
+          }
+        }
+      }
+    }
+  }
+}
+
+// Writes y[m][n] (+ bias) where (n, m) is inside the output.
+template <typename T>
+__device__ __forceinline__ void store_output(const MatMulNBits4Args& p, int64_t n, int m, float value) {
+  if (n >= p.n || m >= p.m) return;
+  const T* bias = static_cast<const T*>(p.bias);
+  static_cast<T*>(p.y)[m * p.n + n] = from_float<T>(value + (bias != nullptr ? to_float(bias[n]) : 0.0f));
+}
+
+// Calls out(tile row, activation row, sum) for each sum the lane holds, once the column classes
+// of an activation row are added up (within the lane, then across lane pairs for 4 classes).
+template <typename Lay, int NT, typename F>
+__device__ __forceinline__ void for_each_output(const float (&acc)[NT][4], int lane, F&& out) {
+  constexpr int kClasses = Lay::kClasses;
+  const int g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = g + 8 * h, m = nt * Lay::kTileM + 2 * t / kClasses;
+      float sum = acc[nt][2 * h];
+      if constexpr (kClasses == 1) {
+        out(row, m, sum);
+        out(row, m + 1, acc[nt][2 * h + 1]);
+        continue;
+      }
+      sum += acc[nt][2 * h + 1];
+      if constexpr (kClasses == 4) sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      if (kClasses == 2 || (t & 1) == 0) out(row, m, sum);
+    }
+  }
+}
+
+// Registers. Kernels that hold only codes and scales (f16, no zero points, one tile of
+// activation rows) fit 80 registers: 3 blocks an SM, more loads in flight. Zero points, bf16's
+// longer dequantisation, f32 splits and two activation tiles need more (up to 128: 2 blocks).
+template <typename T, Zp ZP, int NT>
+constexpr int kMinBlocksPerSm = std::is_same_v<T, __half> && ZP == Zp::kNone && NT == 1 ? 3 : 2;
+
+// Quads in the ring: float zero points and f32 activations hold twice the parameters or
+// operands and would spill with a third.
+template <typename T, Zp ZP>
+constexpr int kStages = ZP == Zp::kFloat || std::is_same_v<T, float> ? 2 : 3;
+
+template <typename T, typename Lay, Zp ZP, int NT, int STAGES = kStages<T, ZP>>
+__global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<T, ZP, NT>) small_m_kernel(const MatMulNBits4Args p) {
+  __shared__ float partial[kWarps][kTileRows][kMaxMTiles * 8];
+  const int ksb = p.block_k_splits;
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  const int64_t block_first_row = static_cast<int64_t>(blockIdx.x) * (kWarps / ksb * kTileRows);
+  const int64_t first_row = block_first_row + warp / ksb * kTileRows;
+  const LaneView<T, NT> v = lane_view<T, Lay, ZP, NT>(p, first_row, lane);
+
+  // This warp's share of K: quads [q_begin, q_end) of split warp % ksb (none past N).
+  const int quads = static_cast<int>(p.k / kQuadCodes), split = warp % ksb;
+  const int q_begin = quads * split / ksb, q_end = first_row < p.n ? quads * (split + 1) / ksb : q_begin;
+  float acc[NT][4] = {};
+  Quad<T, Lay, ZP> ring[STAGES];
+#pragma unroll
+  for (int i = 0; i < STAGES - 1; ++i) load_quad(p, v, q_begin + i, q_end, ring[i]);
+  for (int q0 = q_begin; q0 < q_end; q0 += STAGES) {
+#pragma unroll
+    for (int i = 0; i < STAGES; ++i) {
+      load_quad(p, v, q0 + i + STAGES - 1, q_end, ring[(i + STAGES - 1) % STAGES]);
+      if (q0 + i < q_end) multiply_quad(v, q0 + i, ring[i], acc);
+    }
+  }
+
+  if (ksb == 1) {
+    for_each_output<Lay>(acc, lane, [&](int row, int m, float sum) { store_output<T>(p, first_row + row, m, sum); });
+    return;
+  }
+  for_each_output<Lay>(acc, lane, [&](int row, int m, float sum) { partial[warp][row][m] = sum; });
+  __syncthreads();
+  // The block's rows (a power of two): the ksb partial sums of each, in split order.
+  const int rows_log2 = __ffs(kWarps / ksb * kTileRows) - 1;
+  for (int i = static_cast<int>(threadIdx.x); i < (static_cast<int>(p.m) << rows_log2); i += kThreads) {
+    const int m = i >> rows_log2, row = i & ((1 << rows_log2) - 1), first_warp = row / kTileRows * ksb;
+    float sum = 0.0f;
+#pragma unroll
+    for (int s = 0; s < kWarps; ++s) {
+      if (s < ksb) sum += partial[first_warp + s][row % kTileRows][m];
+    }
+    store_output<T>(p, block_first_row + row, m, sum);
+  }
+}
+
+}  // namespace tensor_core
+
+// ---------------------------------------------------------------------------------------------
+// cuda_core: any M, FMA on CUDA cores.
+//
+// Memory-access plan:
+//   - A block is 4 warps; a warp owns kRowsPerWarp = 2 consecutive rows of B (2 outputs per
+//     activation row), so the grid has ceil(N / 8) blocks.
+//   - A row of B is blocks * block_size / 2 contiguous bytes. Lane l reads 16-byte chunks l,
+//     l + 32, ... (32 codes each), so a warp's load is 512 contiguous bytes: fully coalesced, each
+//     byte read once. Two chunks of each of the warp's rows are loaded before any is used, giving
+//     four independent 16-byte loads in flight per lane. Rows whose length is not a multiple of
+//     16 bytes (block 16 with an odd block count) or a B not 16-byte aligned use 8-byte chunks.
+//   - A 32-bit word is 8 codes of one quantisation block (block_size >= 16), so its scale and
+//     zero point are loaded once per word (tiny, L1/L2 resident). A code becomes a float by
+//     OR-ing it into the mantissa of 2^23 and subtracting 2^23 (exact; no int-to-float unit).
+//   - Activations are read through L1/L2 by every warp, 16 bytes at a time when K % 8 == 0 and
+//     A is 16-byte aligned, else element by element with a bound check. Codes past K (padding of
+//     the last block) meet zero activations.
+//   - A tile of MR (1, 2, 4 or 8) activation rows is held in registers, so each decoded weight
+//     feeds MR FMAs and B is streamed once per tile, ceil(M / 8) times in all (blockIdx.y is the
+//     tile).
+//   - Accumulation is f32 (per word, then scaled into the running sum); each output is reduced
+//     across the warp with shuffles and written once, in A's dtype, with the bias added.
+namespace cuda_core {
 
 constexpr int kWarps = 4;
 constexpr int kRowsPerWarp = 2;
@@ -164,9 +642,6 @@ __global__ void __launch_bounds__(kWarps * 32) matmul_nbits4_kernel(MatMulNBits4
   }
 }
 
-template <int V>
-using Int = std::integral_constant<int, V>;
-
 // fn(Int<MR>{}) with the smallest tile of 1, 2, 4 or 8 rows that covers min(m, 8).
 template <typename F>
 void dispatch_tile_rows(int64_t m, F&& fn) {
@@ -176,28 +651,19 @@ void dispatch_tile_rows(int64_t m, F&& fn) {
   else fn(Int<kMaxTileRows>{});
 }
 
-bool aligned(const void* p, uintptr_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
-
-}  // namespace
-
-Status launch_matmul_nbits4(const MatMulNBits4Args& p, void* stream) {
-  if (p.m == 0 || p.n == 0) return Status::ok();
-  const int64_t row_bytes = p.blocks * p.block_size / 2;
-  if (p.block_size < 16 || (p.block_size & (p.block_size - 1)) != 0 || row_bytes % 8 != 0) {
-    return OG_ERROR("MatMulNBits (CUDA): block_size ", p.block_size, " must be a power of two >= 16");
-  }
-  if (!aligned(p.b, 8)) return OG_ERROR("MatMulNBits (CUDA): B must be 8-byte aligned in device memory");
+Status launch(const MatMulNBits4Args& p, cudaStream_t s) {
   int block_shift = 0;
   while ((int64_t{1} << block_shift) < p.block_size) ++block_shift;
-  const int64_t tiles = (p.m + kMaxTileRows - 1) / kMaxTileRows;
-  const int64_t grid_x = (p.n + kWarps * kRowsPerWarp - 1) / (kWarps * kRowsPerWarp);
+  const int64_t row_bytes = p.blocks * p.block_size / 2;
+  const int64_t tiles = ceil_div(p.m, kMaxTileRows);
+  const int64_t grid_x = ceil_div(p.n, kWarps * kRowsPerWarp);
   if (tiles > 65535 || grid_x > 0x7fffffff) return OG_ERROR("MatMulNBits (CUDA): M=", p.m, " N=", p.n, " exceed the grid");
+  if (!aligned(p.b, 8)) return OG_ERROR("MatMulNBits (CUDA): B must be 8-byte aligned in device memory");
   const bool wide = row_bytes % 16 == 0 && aligned(p.b, 16);
   const bool aligned_a = p.k % 8 == 0 && aligned(p.a, 16);
-  const auto s = static_cast<cudaStream_t>(stream);
-  const bool known = dispatch_float_type(p.dtype, [&]<typename T>() {
+  dispatch_float_type(p.dtype, [&]<typename T>() {
     dispatch_tile_rows(p.m, [&]<int MR>(Int<MR>) {
-      const dim3 grid(static_cast<unsigned>(grid_x), static_cast<unsigned>((p.m + MR - 1) / MR));
+      const dim3 grid(static_cast<unsigned>(grid_x), static_cast<unsigned>(ceil_div(p.m, MR)));
       const auto launch = [&]<int WORDS, bool ALIGNED>() {
         matmul_nbits4_kernel<T, MR, WORDS, ALIGNED><<<grid, kWarps * 32, 0, s>>>(p, block_shift);
       };
@@ -207,8 +673,149 @@ Status launch_matmul_nbits4(const MatMulNBits4Args& p, void* stream) {
       else launch.template operator()<2, false>();
     });
   });
-  if (!known) return OG_ERROR("MatMulNBits (CUDA): unsupported dtype ", dtype_name(p.dtype));
   return launch_status("matmul_nbits4_kernel");
+}
+
+}  // namespace cuda_core
+
+namespace tensor_core {
+
+using Kernel = void (*)(MatMulNBits4Args);
+
+// log2 of the quantisation blocks in a quad: 0 for blocks of >= 64 bytes, 1 for 32, 2 for 16.
+int block_exponent(int64_t block_size) {
+  int e = 0;
+  while ((kQuadBytes >> e) > block_size / 2) ++e;
+  return e;
+}
+
+// The planned kernel's layout: column classes unless classes x M > 8 (then spread, M in tiles
+// of 8); E = 0 has one class either way.
+struct Shape {
+  int e = 0;
+  bool spread = false;
+  int m_tiles = 1;
+};
+
+Shape shape_of(const MatMulNBits4Args& p) {
+  Shape s;
+  s.e = block_exponent(p.block_size);
+  s.spread = s.e > 0 && (p.m << s.e) > 8;
+  s.m_tiles = s.spread || s.e == 0 ? static_cast<int>(ceil_div(p.m, 8)) : 1;
+  return s;
+}
+
+template <typename T, int E, bool SPREAD, int NT>
+Kernel with_zero_points(Zp zp) {
+  using Lay = Layout<E, SPREAD>;
+  if (zp == Zp::kFloat) return small_m_kernel<T, Lay, Zp::kFloat, NT>;
+  return zp == Zp::kPacked ? small_m_kernel<T, Lay, Zp::kPacked, NT> : small_m_kernel<T, Lay, Zp::kNone, NT>;
+}
+
+// The 8 layouts a plan can pick, x 3 zero-point kinds x 3 dtypes: 72 kernels.
+template <typename T>
+Kernel kernel_for(const Shape& s, Zp zp) {
+  const bool one = s.m_tiles == 1;
+  switch (s.e) {
+    case 0: return one ? with_zero_points<T, 0, false, 1>(zp) : with_zero_points<T, 0, false, 2>(zp);
+    case 1:
+      if (!s.spread) return with_zero_points<T, 1, false, 1>(zp);
+      return one ? with_zero_points<T, 1, true, 1>(zp) : with_zero_points<T, 1, true, 2>(zp);
+    default:
+      if (!s.spread) return with_zero_points<T, 2, false, 1>(zp);
+      return one ? with_zero_points<T, 2, true, 1>(zp) : with_zero_points<T, 2, true, 2>(zp);
+  }
+}
+
+Kernel kernel_for(const MatMulNBits4Args& p) {
+  const Shape s = shape_of(p);
+  const Zp zp = p.float_zero_points ? Zp::kFloat : p.packed_zero_points ? Zp::kPacked : Zp::kNone;
+  Kernel kernel = nullptr;
+  dispatch_float_type(p.dtype, [&]<typename T>() { kernel = kernel_for<T>(s, zp); });
+  return kernel;
+}
+
+// Picks how many warps split K (1, 2, 4, 8). A warp keeps two quads in flight, so it needs
+// ceil(quads / splits / 2) memory round trips (plus about one to start and reduce), and blocks
+// beyond the resident ones wait for a later wave, as long as a whole one when all take the same
+// time: the plan takes the fewest waves x (round trips + 1); on a tie, the most blocks resident
+// at once (loads in flight), then the fewest blocks (less to reduce).
+Status plan(MatMulNBits4Args& p) {
+  const Kernel kernel = kernel_for(p);
+  if (kernel == nullptr) return OG_ERROR("MatMulNBits (CUDA): unsupported dtype ", dtype_name(p.dtype));
+  int device = 0, sms = 0, resident = 0;
+  OG_RETURN_IF_ERROR(cuda_status(cudaGetDevice(&device), "cudaGetDevice"));
+  OG_RETURN_IF_ERROR(cuda_status(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
+                                 "multiprocessor count"));
+  OG_RETURN_IF_ERROR(cuda_status(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                                      kSharedCarveoutPercent),
+                                 "shared-memory carve-out"));
+  OG_RETURN_IF_ERROR(cuda_status(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, kThreads, 0),
+                                 "occupancy"));
+  const int64_t tiles = ceil_div(p.n, kTileRows), quads = p.k / kQuadCodes;
+  const int64_t wave = int64_t{std::max(resident, 1)} * sms;
+  const auto score = [&](int ksb) {
+    const int64_t blocks = ceil_div(tiles * ksb, kWarps);
+    const int64_t cost = ceil_div(blocks, wave) * (ceil_div(ceil_div(quads, ksb), 2) + 1);
+    return std::tuple(cost, -std::min(blocks, wave), blocks);
+  };
+  int best = 1;
+  for (int ksb = 2; ksb <= kWarps && ksb < 2 * quads; ksb *= 2) best = score(ksb) < score(best) ? ksb : best;
+  if (ceil_div(tiles * best, kWarps) > 0x7fffffff) return OG_ERROR("MatMulNBits (CUDA): N=", p.n, " exceeds the grid");
+  p.block_k_splits = best;
+  return Status::ok();
+}
+
+// The kernel's loads need these alignments (the shapes were checked by the plan).
+bool pointers_fit(const MatMulNBits4Args& p) {
+  const uintptr_t element = p.dtype == DType::kF32 ? 4 : 2;
+  const uintptr_t params = element << block_exponent(p.block_size);
+  return aligned(p.b, 16) && aligned(p.a, 16) && aligned(p.scales, params) && aligned(p.zp_float, params) &&
+         aligned(p.zp_packed, 2);
+}
+
+Status launch(const MatMulNBits4Args& p, cudaStream_t s) {
+  const unsigned grid = static_cast<unsigned>(ceil_div(ceil_div(p.n, kTileRows) * p.block_k_splits, kWarps));
+  kernel_for(p)<<<grid, kThreads, 0, s>>>(p);
+  return launch_status("MatMulNBits small_m_kernel");
+}
+
+}  // namespace tensor_core
+
+Status check_layout(const MatMulNBits4Args& p) {
+  if (p.block_size < 16 || (p.block_size & (p.block_size - 1)) != 0 || p.blocks * p.block_size / 2 % 8 != 0) {
+    return OG_ERROR("MatMulNBits (CUDA): block_size ", p.block_size, " must be a power of two >= 16");
+  }
+  if (p.dtype != DType::kF32 && p.dtype != DType::kF16 && p.dtype != DType::kBF16) {
+    return OG_ERROR("MatMulNBits (CUDA): unsupported dtype ", dtype_name(p.dtype));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status plan_matmul_nbits4(MatMulNBits4Args& args, MatMulNBits4Kernel kernel) {
+  OG_RETURN_IF_ERROR(check_layout(args));
+  // The tensor-core kernel reads whole quads with no bound on K, blocks of >= 32 codes, and
+  // indexes B and its parameters in 32 bits.
+  args.tensor_core = kernel == MatMulNBits4Kernel::kAuto && args.m >= 1 && args.m <= 16 &&
+                     args.k % tensor_core::kQuadCodes == 0 && args.k % args.block_size == 0 &&
+                     args.block_size >= 32 && args.n * (args.k / 2) < (int64_t{1} << 32);
+  args.block_k_splits = 1;
+  return args.tensor_core ? tensor_core::plan(args) : Status::ok();
+}
+
+Status launch_matmul_nbits4(const MatMulNBits4Args& p, void* stream) {
+  if (p.m == 0 || p.n == 0) return Status::ok();
+  OG_RETURN_IF_ERROR(check_layout(p));
+  if ((p.zp_float != nullptr) != p.float_zero_points || (p.zp_packed != nullptr) != p.packed_zero_points) {
+    return OG_ERROR("MatMulNBits (CUDA): zero points given or missing against the plan");
+  }
+  const auto s = static_cast<cudaStream_t>(stream);
+  // Pointers the tensor-core kernel cannot load from (possible for sub-tensors) take the
+  // CUDA-core path.
+  if (p.tensor_core && tensor_core::pointers_fit(p)) return tensor_core::launch(p, s);
+  return cuda_core::launch(p, s);
 }
 
 }  // namespace onnx_genai::cuda

@@ -1,4 +1,4 @@
-// Launch interface of the CUDA 4-bit MatMulNBits kernel (quantized_matmul_kernels.cu); layout
+// Launch interface of the CUDA 4-bit MatMulNBits kernels (quantized_matmul_kernels.cu); layout
 // and semantics in ops/schema/quantized_matmul.h. No CUDA headers needed.
 #pragma once
 
@@ -8,6 +8,10 @@
 #include "onnx_genai/status.h"
 
 namespace onnx_genai::cuda {
+
+// Which kernel a plan may pick. kAuto: the tensor-core kernel for M <= 16 where the layout
+// allows it, else the CUDA-core one; kCudaCore forces the latter (the benchmark's baseline).
+enum class MatMulNBits4Kernel { kAuto, kCudaCore };
 
 // y [m, n] = a [m, k] x dequantise(b)^T (+ bias), all device pointers; a, scales, zp_float,
 // bias and y have `dtype`. Zero points: zp_packed (4-bit, [n, ceil(blocks / 2)] bytes), or
@@ -23,9 +27,20 @@ struct MatMulNBits4Args {
   const void* zp_float = nullptr;
   const void* bias = nullptr;
   void* y = nullptr;
+
+  // Which zero points will be given (set before planning: they pick the kernel variant).
+  bool packed_zero_points = false, float_zero_points = false;
+
+  // Set by plan_matmul_nbits4 from the shapes and the device (never from data).
+  bool tensor_core = false;  // the small-M tensor-core kernel (else the CUDA-core one)
+  int block_k_splits = 1;    // warps of a thread block sharing a row tile, splitting K
 };
 
-// Queues the kernel on `stream` (a cudaStream_t); no allocation, no synchronisation.
+// Validates the shapes and picks the kernel and its work split for the current device. Call once
+// per shape (in prepare), before the pointers are known.
+Status plan_matmul_nbits4(MatMulNBits4Args& args, MatMulNBits4Kernel kernel = MatMulNBits4Kernel::kAuto);
+
+// Queues the planned kernel on `stream` (a cudaStream_t); no allocation, no synchronisation.
 Status launch_matmul_nbits4(const MatMulNBits4Args& args, void* stream);
 
 }  // namespace onnx_genai::cuda
