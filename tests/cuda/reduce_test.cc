@@ -350,34 +350,6 @@ TEST(ReduceCudaErrors, BadInputsFailLikeTheCpu) {
 
 // ---- Timing --------------------------------------------------------------------------------------
 
-// Microseconds per replay of one captured run() (the capture also proves run() capture-safe: no
-// synchronisation, allocation or copy of data).
-Result<double> replay_microseconds(const OpKernel& kernel, const KernelContext& ctx, cudaStream_t s, int replays) {
-  OG_RETURN_IF_ERROR(cuda::cuda_status(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "begin capture"));
-  const Status ran = kernel.run(ctx);
-  cudaGraph_t graph = nullptr;
-  OG_RETURN_IF_ERROR(cuda::cuda_status(cudaStreamEndCapture(s, &graph), "end capture"));
-  cudaGraphExec_t exec = nullptr;
-  cudaEvent_t start = nullptr, stop = nullptr;
-  Status status = ran;
-  if (status.is_ok()) status = cuda::cuda_status(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
-  if (status.is_ok()) status = cuda::cuda_status(cudaEventCreate(&start), "event");
-  if (status.is_ok()) status = cuda::cuda_status(cudaEventCreate(&stop), "event");
-  if (status.is_ok()) status = cuda::cuda_status(cudaGraphLaunch(exec, s), "warm-up");
-  if (status.is_ok()) status = cuda::cuda_status(cudaEventRecord(start, s), "record");
-  for (int r = 0; status.is_ok() && r < replays; ++r) status = cuda::cuda_status(cudaGraphLaunch(exec, s), "replay");
-  if (status.is_ok()) status = cuda::cuda_status(cudaEventRecord(stop, s), "record");
-  if (status.is_ok()) status = cuda::cuda_status(cudaEventSynchronize(stop), "synchronize");
-  float ms = 0;
-  if (status.is_ok()) status = cuda::cuda_status(cudaEventElapsedTime(&ms, start, stop), "elapsed");
-  if (stop != nullptr) cudaEventDestroy(stop);
-  if (start != nullptr) cudaEventDestroy(start);
-  if (exec != nullptr) cudaGraphExecDestroy(exec);
-  if (graph != nullptr) cudaGraphDestroy(graph);
-  OG_RETURN_IF_ERROR(status);
-  return 1e3 * ms / replays;
-}
-
 // One kernel on device copies of `inputs` (single output), timed by graph replays.
 Result<double> time_kernel(const Node& node, const std::vector<Tensor>& inputs, const cuda::Stream& stream) {
   OG_ASSIGN_OR_RETURN(PreparedNode prepared, prepare_node(node, inputs, DeviceType::kCuda));
@@ -400,7 +372,7 @@ Result<double> time_kernel(const Node& node, const std::vector<Tensor>& inputs, 
   }
   OG_RETURN_IF_ERROR(stream.synchronize());
   const KernelContext ctx{in, out, workspace, nullptr, stream.handle()};
-  return replay_microseconds(*prepared.kernel, ctx, static_cast<cudaStream_t>(stream.handle()), 500);
+  return replay_microseconds(stream, [&] { return prepared.kernel->run(ctx); }, 500);
 }
 
 // Microseconds per device-to-pinned-host copy of `bytes` (what a host-side argmax pays first).

@@ -29,6 +29,7 @@ class ArgReduceKernel final : public OpKernel {
     args_.view = view_around(shape, axis);
     args_.max = Max;
     args_.select_last = ctx.attrs().get_int("select_last_index", 0) != 0;
+    ctx.workspace_bytes = static_cast<size_t>(cuda::arg_reduce_workspace_bytes(args_.view));
     return Status::ok();
   }
 
@@ -36,6 +37,7 @@ class ArgReduceKernel final : public OpKernel {
     cuda::ArgReduceArgs a = args_;
     a.x = ctx.input(0).data;
     a.y = ctx.output(0).ptr<int64_t>();
+    a.workspace = ctx.workspace;
     return cuda::launch_arg_reduce(a, ctx.stream);
   }
 

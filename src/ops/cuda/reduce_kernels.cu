@@ -17,9 +17,10 @@
 //               ReduceSum: blocks of kColumnTile columns x kRowSlices row slices; each thread
 //               sums every kRowSlices-th row of its column, the slices meet in shared memory.
 //
-// A 152k-entry f16 row (the LM head's logits) is 19k packs: 1024 threads with 4 loads each in
-// flight (2 for 1-byte types, whose 16 elements a pack would otherwise spill registers) read it
-// in under five loop trips, one launch, no workspace.
+// A row of at least 8192 elements (a 152k-entry row of logits) is split into chunks of ~4096, one
+// block each (grid.y), whose bests go to the workspace; a second launch, one warp per row, picks
+// the best of them. One block for a whole row would leave the rest of the GPU idle for its
+// whole read (15 us for 152k f16 measured on an H200).
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
@@ -40,6 +41,11 @@ constexpr int kColumnTile = 32;        // ReduceSum along a strided axis: column
 constexpr int kRowSlices = 8;          // ... and row slices per column
 constexpr int64_t kMaxGridY = 65535;
 constexpr int64_t kMaxGridX = 0x7fffffff;
+// Long arg-reduce rows (a 152k-entry logits row) split into chunks of about this many elements,
+// one block each, so a single row keeps many SMs busy; a warp then reduces the chunks' bests.
+constexpr int64_t kArgChunkElements = 4096;
+constexpr int64_t kMaxArgChunks = 256;
+constexpr int64_t kArgPartialBytes = 16;  // ArgBest<A> for the widest accumulator (8-byte value + index)
 
 // ---- Types ------------------------------------------------------------------------------------
 
@@ -186,24 +192,48 @@ __device__ __forceinline__ ArgBest<A> better_of(ArgBest<A> a, ArgBest<A> b, bool
   return a;
 }
 
-// x [outer, len] -> y [outer]: block `o` takes row o (the CPU kernel's contiguous-row path: the
-// extreme non-NaN value's first (last) index, 0 when every element is NaN).
+// The index the CPU kernel's contiguous-row path gives for a row's best: 0 when every element is NaN.
+template <typename A>
+__device__ __forceinline__ int64_t answer(ArgBest<A> best) {
+  return best.index < 0 ? 0 : best.index;
+}
+
+// x [outer, len] -> y [outer] (the CPU kernel's contiguous-row path: the extreme non-NaN value's
+// first (last) index). Block (o, c) takes chunk c of row o, chunk_len elements; with one chunk it
+// writes y[o], else its best to partial[o * gridDim.y + c] for arg_reduce_partials_kernel.
 template <typename T, bool Max>
-__global__ void __launch_bounds__(kMaxThreads) arg_reduce_rows_kernel(const T* __restrict__ x,
-                                                                       int64_t* __restrict__ y, int64_t len, bool last) {
+__global__ void __launch_bounds__(kMaxThreads) arg_reduce_rows_kernel(const T* __restrict__ x, int64_t len,
+                                                                       int64_t chunk_len, bool last,
+                                                                       int64_t* __restrict__ y,
+                                                                       ArgBest<acc_t<T>>* __restrict__ partial) {
   using A = acc_t<T>;
-  const int64_t o = blockIdx.x;
+  const int64_t o = blockIdx.x, start = static_cast<int64_t>(blockIdx.y) * chunk_len;
   ArgBest<A> best{A{}, -1};
   // Indices reach a thread in ascending order, so an equal value replaces the best only when
   // the last index is wanted.
-  for_each_in_row(x + o * len, len, [&](T element, int64_t i) {
+  for_each_in_row(x + o * len + start, min(chunk_len, len - start), [&](T element, int64_t i) {
     const A v = widen<A>(element);
     if (is_nan(v)) return;
-    if (best.index < 0 || beats<Max>(v, best.value) || (last && v == best.value)) best = {v, i};
+    if (best.index < 0 || beats<Max>(v, best.value) || (last && v == best.value)) best = {v, start + i};
   });
   const auto combine = [last](ArgBest<A> a, ArgBest<A> b) { return better_of<Max>(a, b, last); };
   best = block_reduce(best, combine, ArgBest<A>{A{}, -1});
-  if (threadIdx.x == 0) y[o] = best.index < 0 ? 0 : best.index;
+  if (threadIdx.x != 0) return;
+  if (gridDim.y == 1) y[o] = answer(best);
+  else partial[o * gridDim.y + blockIdx.y] = best;
+}
+
+// One warp per row: the best of its chunks' bests (better_of settles ties by index, so the
+// order the lanes meet them in does not matter).
+template <typename A, bool Max>
+__global__ void arg_reduce_partials_kernel(const ArgBest<A>* __restrict__ partial, int64_t chunks, bool last,
+                                           int64_t* __restrict__ y) {
+  const int64_t o = blockIdx.x;
+  ArgBest<A> best{A{}, -1};
+  for (int64_t c = threadIdx.x; c < chunks; c += 32) best = better_of<Max>(best, partial[o * chunks + c], last);
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) best = better_of<Max>(best, shuffle_xor(best, offset), last);
+  if (threadIdx.x == 0) y[o] = answer(best);
 }
 
 // x [outer, len, inner] -> y [outer, inner], one thread per lane, element by element from
@@ -230,8 +260,16 @@ void launch_arg(const ArgReduceArgs& a, cudaStream_t s) {
   const ReduceView v = a.view;
   const T* x = static_cast<const T*>(a.x);
   if (v.inner == 1) {
-    const auto rows = static_cast<unsigned>(v.outer);
-    arg_reduce_rows_kernel<T, Max><<<rows, row_threads<T>(v.len), 0, s>>>(x, a.y, v.len, a.select_last);
+    using A = acc_t<T>;
+    static_assert(sizeof(ArgBest<A>) <= kArgPartialBytes, "the workspace holds one ArgBest per chunk");
+    const int64_t chunks = arg_reduce_chunks(v), chunk_len = (v.len + chunks - 1) / chunks;
+    auto* partial = static_cast<ArgBest<A>*>(a.workspace);
+    const dim3 grid(static_cast<unsigned>(v.outer), static_cast<unsigned>(chunks));
+    arg_reduce_rows_kernel<T, Max><<<grid, row_threads<T>(chunk_len), 0, s>>>(x, v.len, chunk_len, a.select_last, a.y,
+                                                                              partial);
+    if (chunks > 1) {
+      arg_reduce_partials_kernel<A, Max><<<static_cast<unsigned>(v.outer), 32, 0, s>>>(partial, chunks, a.select_last, a.y);
+    }
     return;
   }
   const int64_t blocks = std::clamp<int64_t>((v.outer * v.inner + kLaneThreads - 1) / kLaneThreads, 1, kMaxLaneBlocks);
@@ -296,6 +334,16 @@ Status check_grid(const ReduceView& v, const char* what) {
 
 bool arg_reduce_supported(DType dtype) {
   return listed(ArgTypes{}, dtype);
+}
+
+int64_t arg_reduce_chunks(const ReduceView& v) {
+  if (v.inner != 1 || v.len < 2 * kArgChunkElements) return 1;
+  return std::min<int64_t>((v.len + kArgChunkElements - 1) / kArgChunkElements, kMaxArgChunks);
+}
+
+int64_t arg_reduce_workspace_bytes(const ReduceView& v) {
+  const int64_t chunks = arg_reduce_chunks(v);
+  return chunks > 1 ? v.outer * chunks * kArgPartialBytes : 0;
 }
 
 Status launch_arg_reduce(const ArgReduceArgs& a, void* stream) {

@@ -35,9 +35,13 @@ struct ArgReduceArgs {
   bool select_last = false;
   const void* x = nullptr;
   int64_t* y = nullptr;
+  void* workspace = nullptr;  // arg_reduce_workspace_bytes(view), 16-byte aligned
 };
 
 bool arg_reduce_supported(DType dtype);
+// Long contiguous rows are reduced in chunks by several blocks, their bests kept in a workspace.
+int64_t arg_reduce_chunks(const ReduceView& view);
+int64_t arg_reduce_workspace_bytes(const ReduceView& view);
 Status launch_arg_reduce(const ArgReduceArgs& args, void* stream);
 
 // ReduceSum as a chain of passes, each [outer, len, inner] -> [outer, inner], innermost run of
