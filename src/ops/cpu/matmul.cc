@@ -12,6 +12,7 @@
 #include "ops/cpu/dispatch.h"
 #include "ops/cpu/gemm_driver.h"
 #include "ops/op.h"
+#include "ops/schema/gemm_params.h"
 
 namespace onnx_genai {
 
@@ -174,46 +175,31 @@ class MatMulKernel final : public GemmKernelBase {
 
 class GemmKernel final : public GemmKernelBase {
  public:
-  explicit GemmKernel(const Node& node)
-      : trans_a_(node.attrs.get_int("transA", 0) != 0),
-        trans_b_(node.attrs.get_int("transB", 0) != 0),
-        alpha_(node.attrs.get_float("alpha", 1.0f)),
-        beta_(node.attrs.get_float("beta", 1.0f)) {}
+  explicit GemmKernel(const Node& node) : params_(node) {}
 
   Status prepare(PrepareContext& ctx) override {
-    const Shape& a = ctx.input(0).shape;
-    const Shape& b = ctx.input(1).shape;
-    if (a.rank() != 2 || b.rank() != 2) return ctx.fail("A and B must be 2-D");
-    const int64_t m = trans_a_ ? a[1] : a[0], k = trans_a_ ? a[0] : a[1];
-    const int64_t n = trans_b_ ? b[0] : b[1];
-    if ((trans_b_ ? b[1] : b[0]) != k) return ctx.fail("inner dimensions differ");
+    GemmParams& p = params_;
+    OG_RETURN_IF_ERROR(p.resolve(ctx));
     GemmLayout l;
-    l.shape = {1, m, n, k};
+    l.shape = {1, p.m, p.n, p.k};
     // A stored [K, M] when transposed: element (i, p) at p*M + i.
-    l.a = trans_a_ ? GemmOperand{nullptr, ctx.input(0).dtype, 1, m} : GemmOperand{nullptr, ctx.input(0).dtype, k, 1};
-    l.b = trans_b_ ? GemmOperand{nullptr, ctx.input(1).dtype, 1, k} : GemmOperand{nullptr, ctx.input(1).dtype, n, 1};
+    const DType a = ctx.input(0).dtype, b = ctx.input(1).dtype;
+    l.a = p.trans_a ? GemmOperand{nullptr, a, 1, p.m} : GemmOperand{nullptr, a, p.k, 1};
+    l.b = p.trans_b ? GemmOperand{nullptr, b, 1, p.k} : GemmOperand{nullptr, b, p.n, 1};
     l.a_offsets = {0};
     l.b_matrices = {0};
-    l.b_matrix_elems = k * n;
-    l.alpha = alpha_;
-    l.beta = beta_;
-    if (ctx.has_input(2) && beta_ != 0.0f) {
-      const Shape& c = ctx.input(2).shape;
-      const int64_t c_cols = c.rank() >= 1 ? c[c.rank() - 1] : 1;
-      const int64_t c_rows = c.rank() == 2 ? c[0] : 1;
-      if (c.rank() > 2 || (c_cols != 1 && c_cols != n) || (c_rows != 1 && c_rows != m)) {
-        return ctx.fail("C ", c.to_string(), " does not broadcast to [", m, ",", n, "]");
-      }
-      // Strides are 0 along broadcast dims.
-      l.bias = {nullptr, ctx.input(2).dtype, c_rows == 1 ? 0 : c_cols, c_cols == 1 ? 0 : 1};
+    l.b_matrix_elems = p.k * p.n;
+    l.alpha = p.alpha;
+    l.beta = p.beta;
+    if (p.has_c) {
+      l.bias = {nullptr, ctx.input(2).dtype, p.c_row_stride, p.c_col_stride};
       l.has_bias = true;
     }
     return prepare_layout(ctx, std::move(l));
   }
 
  private:
-  bool trans_a_, trans_b_;
-  float alpha_, beta_;
+  GemmParams params_;
 };
 
 const std::vector<DType>& matmul_dtypes() {

@@ -12,6 +12,7 @@ void register_attention_cuda_kernels(OpRegistry& registry);
 void register_elementwise_cuda_kernels(OpRegistry& registry);
 void register_gather_cuda_kernels(OpRegistry& registry);
 void register_reduce_cuda_kernels(OpRegistry& registry);
+void register_matmul_cuda_kernels(OpRegistry& registry);
 
 inline void register_all_cuda_kernels(OpRegistry& registry) {
   register_normalization_cuda_kernels(registry);
@@ -20,6 +21,7 @@ inline void register_all_cuda_kernels(OpRegistry& registry) {
   register_elementwise_cuda_kernels(registry);
   register_gather_cuda_kernels(registry);
   register_reduce_cuda_kernels(registry);
+  register_matmul_cuda_kernels(registry);
 }
 
 }  // namespace onnx_genai
