@@ -7,8 +7,11 @@ namespace onnx_genai {
 
 namespace {
 
-// Outputs above this size are left to run time: folding them would only move a large
-// allocation from the plan arena into the model's constants.
+// Outputs above this size that are also larger than the node's inputs (an Expand, a
+// ConstantOfShape) are left to run time: folding them would only move a large allocation from the
+// plan arena into the model's constants. A large output no larger than its inputs (a Transpose of
+// a weight: tied embeddings' table is Transpose(lm_head weight)) is folded: otherwise every run
+// would recompute it, on the CPU.
 constexpr int64_t kFoldMaxElements = 1 << 22;
 
 void check_node(const Node& node, std::vector<std::string>& problems) {
@@ -67,9 +70,11 @@ Result<int> fold_constants(Graph& graph, ThreadPool* pool) {
     if (node->domain.empty() && node->op_type == "If") continue;
     bool all_constant = node->implicit_inputs.empty();
     std::vector<Tensor> inputs;
+    int64_t input_elements = 0;
     for (const Value* in : node->inputs) {
       if (in != nullptr && !in->is_constant()) all_constant = false;
       inputs.push_back(in ? in->initializer : Tensor());
+      input_elements += inputs.back().defined() ? inputs.back().numel() : 0;
     }
     if (!all_constant) continue;
     auto results = run_node_on_cpu(*node, inputs, pool);
@@ -77,7 +82,7 @@ Result<int> fold_constants(Graph& graph, ThreadPool* pool) {
     if (!results.is_ok()) continue;
     int64_t elements = 0;
     for (const Tensor& t : *results) elements += t.defined() ? t.numel() : 0;
-    if (elements > kFoldMaxElements) continue;
+    if (elements > kFoldMaxElements && elements > input_elements) continue;
     graph.replace_with_constants(node, std::move(results).value());
     ++folded;
   }

@@ -185,5 +185,36 @@ TEST(Session, ConstantSubgraphsAreFoldedAtLoad) {
   EXPECT_FLOAT_EQ((*out)[0].data<float>()[1], 9);
 }
 
+// A weight's Transpose is folded whatever its size (tied embeddings: the table is the LM head's
+// weight transposed); a large Expand of a small constant is left to run time.
+TEST(Session, LargeLayoutOfAWeightIsFoldedButALargeExpandIsNot) {
+  constexpr int64_t kRows = 3, kCols = (1 << 22) / 3 + 1;  // past the folding size limit
+  std::vector<float> weight(static_cast<size_t>(kRows * kCols));
+  for (size_t i = 0; i < weight.size(); ++i) weight[i] = static_cast<float>(i % 1000);
+  ModelBuilder b;
+  b.input("ids", onnx::TensorProto::INT64, {2});
+  b.initializer_f32("w", {kRows, kCols}, weight);
+  b.initializer_f32("one", {1}, {1.0f});
+  b.initializer_i64("big", {1}, {kRows * kCols});
+  ModelBuilder::attr_ints(b.node("Transpose", {"w"}, {"table"}), "perm", {1, 0});
+  b.node("Gather", {"table", "ids"}, {"rows"});
+  b.node("Expand", {"one", "big"}, {"ones"});
+  b.node("ReduceSum", {"ones"}, {"count"});
+  b.output("rows", kF32);
+  b.output("count", kF32);
+  auto session = make_session(b);
+  EXPECT_EQ(session->stats().nodes_folded, 1) << "the Transpose, not the Expand";
+  Tensor ids = Tensor::allocate(DType::kI64, Shape{2}).value();
+  ids.data<int64_t>()[0] = 5;
+  ids.data<int64_t>()[1] = kCols - 1;
+  auto out = session->run({ids});
+  ASSERT_TRUE(out.is_ok()) << out.status().message();
+  for (int64_t r = 0; r < kRows; ++r) {
+    EXPECT_FLOAT_EQ((*out)[0].data<float>()[r], weight[static_cast<size_t>(r * kCols + 5)]) << r;
+    EXPECT_FLOAT_EQ((*out)[0].data<float>()[kRows + r], weight[static_cast<size_t>(r * kCols + kCols - 1)]) << r;
+  }
+  EXPECT_FLOAT_EQ((*out)[1].data<float>()[0], static_cast<float>(kRows * kCols));
+}
+
 }  // namespace
 }  // namespace onnx_genai
