@@ -581,18 +581,20 @@ Status ExecutionPlan::run_segment(DeviceSegment& segment, const PlanArenas& aren
                                   CaptureCounters& counters) {
   bound_.assign({arenas.host, arenas.device});
   for (int s : segment.caller_slots) bound_.push_back(slot_data_[static_cast<size_t>(s)]);
-  const auto where = [&] {
-    return "replaying steps " + steps_[segment.begin].node->describe() + " to " + steps_[segment.end - 1].node->describe();
+  // Once per token: the context is only spelled out on a failure.
+  const auto replay = [&]() -> Status {
+    ++counters.replays;
+    Status replayed = segment.recording->replay();
+    if (replayed.is_ok()) return replayed;
+    return replayed.with_context("replaying steps " + steps_[segment.begin].node->describe() + " to " +
+                                 steps_[segment.end - 1].node->describe());
   };
+  const bool repeated = bound_ == segment.last_bound;
   if (segment.recording != nullptr) {
-    if (bound_ == segment.last_bound) {
-      ++counters.replays;
-      return segment.recording->replay().with_context(where());
-    }
+    if (repeated) return replay();
     segment.recording.reset();
     ++counters.invalidations;
   }
-  const bool repeated = bound_ == segment.last_bound;
   segment.last_bound.swap(bound_);
   const size_t begin = segment.begin, end = segment.end;
   if (!repeated || segment.unrecordable) return run_steps(begin, end, arenas, pool);
@@ -607,8 +609,7 @@ Status ExecutionPlan::run_segment(DeviceSegment& segment, const PlanArenas& aren
   }
   segment.recording = std::move(*recorded);
   ++counters.captures;
-  ++counters.replays;
-  return segment.recording->replay().with_context(where());
+  return replay();
 }
 
 Status ExecutionPlan::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs, const PlanArenas& arenas,
