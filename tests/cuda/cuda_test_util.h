@@ -190,10 +190,17 @@ inline Tolerance tolerance_for(DType t) {
   }
 }
 
+// Element i as a double (exact for every dtype here but int64 past 2^53).
 inline double element(const Tensor& t, int64_t i) {
   switch (t.dtype()) {
     case DType::kF16: return static_cast<float>(t.data<Float16>()[i]);
     case DType::kBF16: return static_cast<float>(t.data<BFloat16>()[i]);
+    case DType::kF64: return t.data<double>()[i];
+    case DType::kI8: return t.data<int8_t>()[i];
+    case DType::kU8:
+    case DType::kBool: return t.data<uint8_t>()[i];
+    case DType::kI32: return t.data<int32_t>()[i];
+    case DType::kI64: return static_cast<double>(t.data<int64_t>()[i]);
     default: return t.data<float>()[i];
   }
 }

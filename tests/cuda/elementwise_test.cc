@@ -97,20 +97,6 @@ void set_string(Node& node, const std::string& name, const std::string& value) {
 
 // ---- Comparison ---------------------------------------------------------------------------------
 
-// Element i as a double (exact for every dtype compared here but int64, compared by bytes).
-double value_of(const Tensor& t, int64_t i) {
-  switch (t.dtype()) {
-    case DType::kF32: return t.data<float>()[i];
-    case DType::kF16: return static_cast<float>(t.data<Float16>()[i]);
-    case DType::kBF16: return static_cast<float>(t.data<BFloat16>()[i]);
-    case DType::kI32: return t.data<int32_t>()[i];
-    case DType::kU8: return t.data<uint8_t>()[i];
-    case DType::kI8: return t.data<int8_t>()[i];
-    case DType::kBool: return t.data<uint8_t>()[i];
-    default: return 0;
-  }
-}
-
 // Every element equal (NaN equals NaN; int64 compared as int64).
 void expect_identical(const Tensor& got, const Tensor& want, const std::string& what) {
   ASSERT_EQ(got.dtype(), want.dtype()) << what;
@@ -121,13 +107,11 @@ void expect_identical(const Tensor& got, const Tensor& want, const std::string& 
     if (want.dtype() == DType::kI64) {
       same = got.data<int64_t>()[i] == want.data<int64_t>()[i];
     } else {
-      const double g = value_of(got, i), w = value_of(want, i);
+      const double g = element(got, i), w = element(want, i);
       same = std::isnan(w) ? std::isnan(g) : g == w;
     }
     if (!same && reported++ < 5) {
-      ADD_FAILURE() << what << ": element " << i << " cuda "
-                    << (want.dtype() == DType::kI64 ? static_cast<double>(got.data<int64_t>()[i]) : value_of(got, i)) << " cpu "
-                    << (want.dtype() == DType::kI64 ? static_cast<double>(want.data<int64_t>()[i]) : value_of(want, i));
+      ADD_FAILURE() << what << ": element " << i << " cuda " << element(got, i) << " cpu " << element(want, i);
     }
   }
 }

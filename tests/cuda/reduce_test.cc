@@ -40,16 +40,6 @@ void set_value(Tensor& t, int64_t i, double v) {
   }
 }
 
-double value_of(const Tensor& t, int64_t i) {
-  switch (t.dtype()) {
-    case DType::kF32: return t.data<float>()[i];
-    case DType::kF16: return static_cast<float>(t.data<Float16>()[i]);
-    case DType::kBF16: return static_cast<float>(t.data<BFloat16>()[i]);
-    case DType::kF64: return t.data<double>()[i];
-    case DType::kI32: return t.data<int32_t>()[i];
-    default: return 0;
-  }
-}
 
 // With `tied`, whole numbers in [-4, 4] (unsigned: [0, 8]), so most lanes hold their extreme
 // several times; else spread values: floats in +-float_range, integers over their whole 8-bit
@@ -98,16 +88,14 @@ void expect_equal_values(const Tensor& got, const Tensor& want, const std::strin
   ASSERT_EQ(got.dtype(), want.dtype()) << what;
   ASSERT_EQ(got.shape(), want.shape()) << what;
   double scale = 0;
-  for (int64_t i = 0; i < want.numel(); ++i) scale = std::max(scale, std::fabs(value_of(want, i)));
+  for (int64_t i = 0; i < want.numel(); ++i) scale = std::max(scale, std::fabs(element(want, i)));
   int reported = 0;
   for (int64_t i = 0; i < want.numel(); ++i) {
     bool same = false;
-    double g = 0, w = 0;
+    const double g = element(got, i), w = element(want, i);
     if (want.dtype() == DType::kI64) {
       same = got.data<int64_t>()[i] == want.data<int64_t>()[i];
-      g = static_cast<double>(got.data<int64_t>()[i]), w = static_cast<double>(want.data<int64_t>()[i]);
     } else {
-      g = value_of(got, i), w = value_of(want, i);
       same = want.dtype() == DType::kF64 ? std::fabs(g - w) <= 1e-12 * scale : g == w;
     }
     if (!same && reported++ < 5) ADD_FAILURE() << what << ": element " << i << " cuda " << g << " cpu " << w;

@@ -36,9 +36,7 @@ int64_t min_chunk(int64_t elems_per_item) {
   return std::max<int64_t>(1, kMinChunkElems / std::max<int64_t>(1, elems_per_item));
 }
 
-struct AxisView {
-  int64_t outer = 1, len = 1, inner = 1;
-};
+using AxisView = ReducePass;
 AxisView view_around(const Shape& s, int axis) { return {s.numel(0, axis), s[axis], s.numel(axis + 1, s.rank())}; }
 
 template <typename... Ts> struct TypeList {};
@@ -265,8 +263,7 @@ class ReduceKernel final : public OpKernel {
     else return ReduceMath<Op, A>::finish(ReduceMath<Op, A>::init(), count_);
   }
 
-  // Coalesces the shape into alternating runs of kept / reduced axes (size-1 axes dropped) and
-  // emits one [outer, len, inner] pass per reduced run, innermost first.
+  // The element count each output reduces and the passes (ops/schema/reduce.h).
   void plan_passes(const Shape& shape, const std::vector<bool>& reduced) {
     passes_.clear();
     empty_input_ = shape.numel() == 0;
@@ -275,29 +272,7 @@ class ReduceKernel final : public OpKernel {
       if (reduced[static_cast<size_t>(d)]) count_ *= shape[d];
     }
     if (empty_input_) return;
-    struct Run {
-      int64_t size;
-      bool reduced;
-    };
-    std::vector<Run> runs;
-    for (int d = 0; d < shape.rank(); ++d) {
-      if (shape[d] == 1) continue;
-      const bool r = reduced[static_cast<size_t>(d)];
-      if (!runs.empty() && runs.back().reduced == r) runs.back().size *= shape[d];
-      else runs.push_back({shape[d], r});
-    }
-    int64_t inner = 1;
-    for (size_t j = runs.size(); j-- > 0;) {
-      if (!runs[j].reduced) {
-        inner *= runs[j].size;
-        continue;
-      }
-      int64_t outer = 1;
-      for (size_t k = 0; k < j; ++k) outer *= runs[k].size;
-      passes_.push_back({outer, runs[j].size, inner});
-    }
-    // Nothing to reduce (noop_with_empty_axes, or only size-1 axes): one element-wise pass.
-    if (passes_.empty()) passes_.push_back({1, 1, shape.numel()});
+    passes_ = plan_reduce_passes(shape, reduced);
   }
 
   std::vector<AxisView> passes_;

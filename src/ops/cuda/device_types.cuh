@@ -5,6 +5,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <cstdint>
+
 #include "onnx_genai/dtype.h"
 
 namespace onnx_genai::cuda {
@@ -45,16 +47,36 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
-// Calls fn.template operator()<T>() with T the device type of `dtype` (f32, f16, bf16); false
-// for any other dtype.
+// A kernel family's element types, and the DType of each device type.
+template <typename... Ts> struct TypeList {};
+template <typename T> constexpr DType kDTypeOf = DType::kUndefined;
+template <> constexpr DType kDTypeOf<float> = DType::kF32;
+template <> constexpr DType kDTypeOf<__half> = DType::kF16;
+template <> constexpr DType kDTypeOf<__nv_bfloat16> = DType::kBF16;
+template <> constexpr DType kDTypeOf<double> = DType::kF64;
+template <> constexpr DType kDTypeOf<int8_t> = DType::kI8;
+template <> constexpr DType kDTypeOf<uint8_t> = DType::kU8;
+template <> constexpr DType kDTypeOf<int32_t> = DType::kI32;
+template <> constexpr DType kDTypeOf<int64_t> = DType::kI64;
+template <> constexpr DType kDTypeOf<bool> = DType::kBool;
+
+// Calls fn.template operator()<T>() for the T of the list whose DType is `dtype`; false if none.
+template <typename... Ts, typename F>
+bool dispatch(TypeList<Ts...>, DType dtype, F&& fn) {
+  return ((dtype == kDTypeOf<Ts> ? (fn.template operator()<Ts>(), true) : false) || ...);
+}
+
+template <typename... Ts>
+constexpr bool listed(TypeList<Ts...>, DType dtype) {
+  return ((dtype == kDTypeOf<Ts>) || ...);
+}
+
+using FloatTypes = TypeList<float, __half, __nv_bfloat16>;
+
+// dispatch over f32, f16 and bf16.
 template <typename F>
 bool dispatch_float_type(DType dtype, F&& fn) {
-  switch (dtype) {
-    case DType::kF32: fn.template operator()<float>(); return true;
-    case DType::kF16: fn.template operator()<__half>(); return true;
-    case DType::kBF16: fn.template operator()<__nv_bfloat16>(); return true;
-    default: return false;
-  }
+  return dispatch(FloatTypes{}, dtype, fn);
 }
 
 }  // namespace onnx_genai::cuda

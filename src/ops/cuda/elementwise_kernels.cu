@@ -29,26 +29,8 @@ constexpr int64_t kMaxBlocks = 1 << 16;
 
 // ---- Device types -----------------------------------------------------------------------------
 
-template <typename... Ts> struct TypeList {};
-using FloatTypes = TypeList<float, __half, __nv_bfloat16>;
 using ArithTypes = TypeList<float, __half, __nv_bfloat16, int32_t, int64_t>;
 using CastTypes = TypeList<float, __half, __nv_bfloat16, int32_t, int64_t, bool, uint8_t, int8_t>;
-
-template <typename T> constexpr DType kDTypeOf = DType::kUndefined;
-template <> constexpr DType kDTypeOf<float> = DType::kF32;
-template <> constexpr DType kDTypeOf<__half> = DType::kF16;
-template <> constexpr DType kDTypeOf<__nv_bfloat16> = DType::kBF16;
-template <> constexpr DType kDTypeOf<int32_t> = DType::kI32;
-template <> constexpr DType kDTypeOf<int64_t> = DType::kI64;
-template <> constexpr DType kDTypeOf<bool> = DType::kBool;
-template <> constexpr DType kDTypeOf<uint8_t> = DType::kU8;
-template <> constexpr DType kDTypeOf<int8_t> = DType::kI8;
-
-// Calls fn.template operator()<T>() for the T of `types` whose DType is `dtype`; false if none.
-template <typename... Ts, typename F>
-bool dispatch(TypeList<Ts...>, DType dtype, F&& fn) {
-  return ((dtype == kDTypeOf<Ts> ? (fn.template operator()<Ts>(), true) : false) || ...);
-}
 
 template <typename T>
 constexpr bool kIsFloat = std::is_same_v<T, float> || std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;

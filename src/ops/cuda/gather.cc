@@ -3,6 +3,7 @@
 // kernels' semantics (ops/cpu/gather.cc, gather_block_quantized.cc) except for out-of-range
 // indices: the CPU kernels return an error, these write zeros for the rows such an index
 // selects (the index is only known on the device; see ops/cuda/gather_kernels.h).
+#include "ops/cpu/copy_util.h"
 #include "ops/cuda/gather_kernels.h"
 #include "ops/cuda/register.h"
 #include "ops/op.h"
@@ -19,14 +20,12 @@ class GatherKernel final : public OpKernel {
     const Shape& data = ctx.input(0).shape;
     const int axis = normalize_axis(ctx.attrs().get_int("axis", 0), data.rank());
     if (axis < 0) return ctx.fail("axis out of range for rank ", data.rank());
-    const int bits = dtype_bits(ctx.input(0).dtype);
-    if (bits == 0 || bits % 8 != 0) {
-      return ctx.fail("dtype ", dtype_name(ctx.input(0).dtype), " has no byte-addressable elements");
-    }
+    const Result<int64_t> elem = element_bytes(ctx.input(0).dtype);
+    if (!elem.is_ok()) return ctx.fail(elem.status().message());
     args_.outer = data.numel(0, axis);
     args_.axis_n = data[axis];
     args_.n = ctx.input(1).shape.numel();
-    args_.row_bytes = data.numel(axis + 1, data.rank()) * (bits / 8);
+    args_.row_bytes = data.numel(axis + 1, data.rank()) * *elem;
     args_.index_dtype = ctx.input(1).dtype;
     return Status::ok();
   }
@@ -50,10 +49,9 @@ class GatherElementsKernel final : public OpKernel {
     const Shape& data = ctx.input(0).shape;
     const Shape& indices = ctx.input(1).shape;
     if (data.rank() > cuda::kGatherElementsMaxRank) return ctx.fail("rank ", data.rank(), " is not supported");
-    const int bits = dtype_bits(ctx.input(0).dtype);
-    if (bits == 0 || bits % 8 != 0 || bits > 64) {
-      return ctx.fail("dtype ", dtype_name(ctx.input(0).dtype), " has no byte-addressable elements");
-    }
+    const Result<int64_t> elem = element_bytes(ctx.input(0).dtype);
+    if (!elem.is_ok()) return ctx.fail(elem.status().message());
+    if (*elem > 8) return ctx.fail("no CUDA kernel for ", *elem, "-byte elements");
     cuda::GatherElementsArgs& a = args_;
     a.rank = data.rank();
     a.axis = normalize_axis(ctx.attrs().get_int("axis", 0), a.rank);
@@ -65,7 +63,7 @@ class GatherElementsKernel final : public OpKernel {
     }
     a.axis_n = data[a.axis];
     a.total = indices.numel();
-    a.elem_bytes = bits / 8;
+    a.elem_bytes = static_cast<int>(*elem);
     a.index_dtype = ctx.input(1).dtype;
     return Status::ok();
   }

@@ -45,36 +45,6 @@ class ArgReduceKernel final : public OpKernel {
   cuda::ArgReduceArgs args_;
 };
 
-// The reduced axes as passes of [outer, len, inner], innermost run first: the shape is coalesced
-// into alternating runs of kept and reduced axes (size-1 axes dropped), one pass per reduced run.
-// Nothing left to reduce (noop_with_empty_axes, or only size-1 axes): one pass of len 1.
-std::vector<cuda::ReduceView> plan_passes(const Shape& shape, const std::vector<bool>& reduced) {
-  struct Run {
-    int64_t size;
-    bool reduced;
-  };
-  std::vector<Run> runs;
-  for (int d = 0; d < shape.rank(); ++d) {
-    if (shape[d] == 1) continue;
-    const bool r = reduced[static_cast<size_t>(d)];
-    if (!runs.empty() && runs.back().reduced == r) runs.back().size *= shape[d];
-    else runs.push_back({shape[d], r});
-  }
-  std::vector<cuda::ReduceView> passes;
-  int64_t inner = 1;
-  for (size_t j = runs.size(); j-- > 0;) {
-    if (!runs[j].reduced) {
-      inner *= runs[j].size;
-      continue;
-    }
-    int64_t outer = 1;
-    for (size_t k = 0; k < j; ++k) outer *= runs[k].size;
-    passes.push_back({outer, runs[j].size, inner});
-  }
-  if (passes.empty()) passes.push_back({1, 1, shape.numel()});
-  return passes;
-}
-
 class ReduceSumKernel final : public OpKernel {
  public:
   Status prepare(PrepareContext& ctx) override {
@@ -83,7 +53,10 @@ class ReduceSumKernel final : public OpKernel {
     args_.dtype = ctx.input(0).dtype;
     args_.empty_input = shape.numel() == 0;
     args_.out_elems = ctx.output(0).shape.numel();
-    passes_ = args_.empty_input ? std::vector<cuda::ReduceView>{} : plan_passes(shape, reduced);
+    passes_.clear();
+    if (!args_.empty_input) {
+      for (const ReducePass& p : plan_reduce_passes(shape, reduced)) passes_.push_back({p.outer, p.len, p.inner});
+    }
     // Intermediate passes ping-pong between two accumulator buffers sized by the first two
     // passes' outputs (each pass's output is smaller than the one before).
     const int64_t acc = cuda::reduce_sum_accumulator_bytes(args_.dtype);

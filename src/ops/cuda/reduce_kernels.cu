@@ -49,30 +49,8 @@ constexpr int64_t kArgPartialBytes = 16;  // ArgBest<A> for the widest accumulat
 
 // ---- Types ------------------------------------------------------------------------------------
 
-template <typename... Ts> struct TypeList {};
 using ArgTypes = TypeList<float, __half, __nv_bfloat16, double, int8_t, uint8_t, int32_t, int64_t>;
 using SumTypes = TypeList<float, __half, __nv_bfloat16, double, int32_t, int64_t>;
-
-template <typename T> constexpr DType kDTypeOf = DType::kUndefined;
-template <> constexpr DType kDTypeOf<float> = DType::kF32;
-template <> constexpr DType kDTypeOf<__half> = DType::kF16;
-template <> constexpr DType kDTypeOf<__nv_bfloat16> = DType::kBF16;
-template <> constexpr DType kDTypeOf<double> = DType::kF64;
-template <> constexpr DType kDTypeOf<int8_t> = DType::kI8;
-template <> constexpr DType kDTypeOf<uint8_t> = DType::kU8;
-template <> constexpr DType kDTypeOf<int32_t> = DType::kI32;
-template <> constexpr DType kDTypeOf<int64_t> = DType::kI64;
-
-// Calls fn.template operator()<T>() for the T of the list whose DType is `dtype`; false if none.
-template <typename... Ts, typename F>
-bool dispatch(TypeList<Ts...>, DType dtype, F&& fn) {
-  return ((dtype == kDTypeOf<Ts> ? (fn.template operator()<Ts>(), true) : false) || ...);
-}
-
-template <typename... Ts>
-constexpr bool listed(TypeList<Ts...>, DType dtype) {
-  return ((dtype == kDTypeOf<Ts>) || ...);
-}
 
 template <typename T>
 constexpr bool kIsHalf = std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;

@@ -62,6 +62,33 @@ Status infer_cumsum(InferContext& ctx) {
 
 }  // namespace
 
+std::vector<ReducePass> plan_reduce_passes(const Shape& shape, const std::vector<bool>& reduced) {
+  struct Run {
+    int64_t size;
+    bool reduced;
+  };
+  std::vector<Run> runs;
+  for (int d = 0; d < shape.rank(); ++d) {
+    if (shape[d] == 1) continue;
+    const bool r = reduced[static_cast<size_t>(d)];
+    if (!runs.empty() && runs.back().reduced == r) runs.back().size *= shape[d];
+    else runs.push_back({shape[d], r});
+  }
+  std::vector<ReducePass> passes;
+  int64_t inner = 1;
+  for (size_t j = runs.size(); j-- > 0;) {
+    if (!runs[j].reduced) {
+      inner *= runs[j].size;
+      continue;
+    }
+    int64_t outer = 1;
+    for (size_t k = 0; k < j; ++k) outer *= runs[k].size;
+    passes.push_back({outer, runs[j].size, inner});
+  }
+  if (passes.empty()) passes.push_back({1, 1, shape.numel()});
+  return passes;
+}
+
 Result<std::vector<bool>> reduce_axes_mask(const Node& node, const Tensor* axes_input, int rank) {
   std::vector<int64_t> axes;
   if (axes_are_input(node)) {

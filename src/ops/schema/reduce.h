@@ -14,6 +14,18 @@ namespace onnx_genai {
 // or none with noop_with_empty_axes.
 Result<std::vector<bool>> reduce_axes_mask(const Node& node, const Tensor* axes_input, int rank);
 
+// A tensor seen around the axes one reduction pass reduces: `len` elements `inner` apart, for
+// each of outer * inner outputs.
+struct ReducePass {
+  int64_t outer = 1, len = 1, inner = 1;
+};
+
+// The reduced axes of `shape` (not empty) as passes, innermost run first: the shape is coalesced
+// into alternating runs of kept and reduced axes (size-1 axes dropped), one pass per reduced run,
+// each reading the previous one's output. Nothing left to reduce (noop_with_empty_axes, or only
+// size-1 axes): one element-wise pass of len 1.
+std::vector<ReducePass> plan_reduce_passes(const Shape& shape, const std::vector<bool>& reduced);
+
 // TopK: K from the attribute (opset < 10) or the K input.
 Result<int64_t> topk_k(const Node& node, const Tensor* k_input);
 
