@@ -4,7 +4,7 @@
     python3 bench/torch_reference.py MODEL_DIR CHECKPOINT.safetensors [--prompt-len 128] [--gen-len 128]
 
 MODEL_DIR is a tools/build_model.py output (its model_config.json gives the architecture) and
-CHECKPOINT the weights that build wrote with --save-checkpoint (float32, Hugging Face names). The
+CHECKPOINT the weights that build wrote with --save-checkpoint (Hugging Face names). The
 model runs in fp16 on cuda:0 through transformers with a static KV cache, where generate()
 compiles the forward with torch.compile; greedy, exactly --gen-len new tokens after a random
 --prompt-len prompt. Two warm-up generations (they compile), then the best of three: TTFT is a

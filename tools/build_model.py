@@ -5,7 +5,7 @@
         [--style genai|standard|opset23] [--io-dtype f32|f16]
         [--weights float|int4|int8 --block-size 32 --accuracy-level 0 --asymmetric --quantize-embeddings]
         [--position-ids] [--external-data] [--seed 0 | --checkpoint model.safetensors]
-        [--tokenizer-dir DIR] [--save-checkpoint FILE.safetensors]
+        [--tokenizer-dir DIR] [--save-checkpoint FILE.safetensors [--checkpoint-dtype f32|f16]]
 
 The model comes from a preset (llama qwen2 qwen3 mistral phi3 gemma; tools/model_builder/config.py)
 or --config FILE (a Hugging Face config.json, or the model_config.json a build writes), each
@@ -67,7 +67,9 @@ def parse_args(argv):
                          "state_dict (.pt/.bin)")
     p.add_argument("--tokenizer-dir")
     p.add_argument("--save-checkpoint", metavar="FILE.safetensors",
-                   help="also write the weights as a float32 safetensors checkpoint (Hugging Face names)")
+                   help="also write the weights as a safetensors checkpoint (Hugging Face names)")
+    p.add_argument("--checkpoint-dtype", choices=("f32", "f16"), default="f32",
+                   help="the --save-checkpoint tensors' dtype")
     p.add_argument("--reference", metavar="TOKENS.json")
     p.add_argument("--reference-out")
     p.add_argument("--reference-dtype", choices=("float64", "float32"), default="float64")
@@ -92,7 +94,7 @@ def main(argv):
         if args.out_dir:
             model_builder.write_model(args.out_dir, cfg, weights, opts, args.tokenizer_dir)
         if args.save_checkpoint:
-            model_builder.write_safetensors(args.save_checkpoint, cfg, weights)
+            model_builder.write_safetensors(args.save_checkpoint, cfg, weights, args.checkpoint_dtype.upper())
         if args.reference:
             from model_builder.reference import ReferenceModel, write_reference
 

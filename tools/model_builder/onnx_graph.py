@@ -52,7 +52,7 @@ class Graph:
     def initializer(self, name, array):
         if name in self.initializers:
             raise ValueError(f"initializer {name} defined twice")
-        self.initializers[name] = numpy_helper.from_array(np.ascontiguousarray(array), name)
+        self.initializers[name] = np.ascontiguousarray(array)
         return name
 
     def weight(self, name, array):
@@ -107,35 +107,52 @@ class Graph:
                             ["batch_size", cfg.num_key_value_heads, "total_sequence_length", cfg.head_dim])
 
     def to_model(self, opsets, ir_version, producer="onnx-genai tools/build_model.py"):
-        graph = helper.make_graph(self.nodes, self.name, self.inputs, self.outputs,
-                                  list(self.initializers.values()))
-        model = helper.make_model(graph, producer_name=producer,
-                                  opset_imports=[helper.make_opsetid(d, v) for d, v in opsets.items()])
-        model.ir_version = ir_version
+        """The finished graph, to write with save_model (its weights stay numpy arrays until then:
+        a 7B model's cannot all sit in protobuf messages, whose size limit is 2 GiB)."""
+        return BuiltModel(self, opsets, ir_version, producer)
+
+
+class BuiltModel:
+    def __init__(self, graph, opsets, ir_version, producer):
+        self.graph, self.opsets, self.ir_version, self.producer = graph, opsets, ir_version, producer
+
+    def proto(self, initializers):
+        g = self.graph
+        graph = helper.make_graph(g.nodes, g.name, g.inputs, g.outputs, initializers)
+        model = helper.make_model(graph, producer_name=self.producer,
+                                  opset_imports=[helper.make_opsetid(d, v) for d, v in self.opsets.items()])
+        model.ir_version = self.ir_version
         return model
+
+
+def _external_tensor(name, array, location, offset):
+    tensor = TensorProto(name=name, data_type=NP_TO_ONNX[array.dtype], dims=array.shape)
+    tensor.data_location = TensorProto.EXTERNAL
+    for key, value in (("location", location), ("offset", offset), ("length", array.nbytes)):
+        entry = tensor.external_data.add()
+        entry.key, entry.value = key, str(value)
+    return tensor
 
 
 def save_model(model, path, external_data=False):
     """Writes `path`; with external data (forced past AUTO_EXTERNAL_BYTES) tensors of at least
     EXTERNAL_MIN_BYTES go to `path`.data, each at an offset that is a multiple of 64."""
-    total = sum(len(t.raw_data) for t in model.graph.initializer)
+    arrays = model.graph.initializers
     data_name = os.path.basename(path) + ".data"
     data_path = os.path.join(os.path.dirname(path), data_name)
     if os.path.exists(data_path):
         os.remove(data_path)
-    if external_data or total > AUTO_EXTERNAL_BYTES:
+    if not (external_data or sum(a.nbytes for a in arrays.values()) > AUTO_EXTERNAL_BYTES):
+        initializers = [numpy_helper.from_array(array, name) for name, array in arrays.items()]
+    else:
+        initializers = []
         with open(data_path, "wb") as data:
-            for tensor in model.graph.initializer:
-                if len(tensor.raw_data) < EXTERNAL_MIN_BYTES:
+            for name, array in arrays.items():
+                if array.nbytes < EXTERNAL_MIN_BYTES:
+                    initializers.append(numpy_helper.from_array(array, name))
                     continue
                 data.write(b"\0" * (-data.tell() % EXTERNAL_ALIGNMENT))
-                offset = data.tell()
-                data.write(tensor.raw_data)
-                length = len(tensor.raw_data)
-                tensor.ClearField("raw_data")
-                tensor.data_location = TensorProto.EXTERNAL
-                for key, value in (("location", data_name), ("offset", offset), ("length", length)):
-                    entry = tensor.external_data.add()
-                    entry.key, entry.value = key, str(value)
+                initializers.append(_external_tensor(name, array, data_name, data.tell()))
+                data.write(array.tobytes())
     with open(path, "wb") as f:
-        f.write(model.SerializeToString())
+        f.write(model.proto(initializers).SerializeToString())

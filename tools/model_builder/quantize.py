@@ -21,7 +21,7 @@ import dataclasses
 
 import numpy as np
 
-from .weights import lm_head
+from .weights import lm_head, parallel_map
 
 
 @dataclasses.dataclass
@@ -122,8 +122,9 @@ def quantized_tensors(cfg, weights, opts):
     tensors["lm_head.weight"] = lm_head(cfg, weights)
     if opts.quantize_embeddings and not cfg.tie_word_embeddings:
         tensors["model.embed_tokens.weight"] = weights["model.embed_tokens.weight"]
-    quantized = {name: quantize(w, opts.bits, opts.block_size, opts.symmetric, opts.float_dtype)
-                 for name, w in tensors.items()}
+    names = list(tensors)
+    quantized = dict(zip(names, parallel_map(
+        lambda name: quantize(tensors[name], opts.bits, opts.block_size, opts.symmetric, opts.float_dtype), names)))
     if opts.quantize_embeddings and cfg.tie_word_embeddings:
         quantized["model.embed_tokens.weight"] = quantized["lm_head.weight"]
     return quantized

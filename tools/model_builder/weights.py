@@ -18,6 +18,7 @@ form that every graph style and the reference forward read:
 Fused checkpoints (Phi-3's qkv_proj and gate_up_proj) are split on load. Linear weights are
 [out, in] as in torch.nn.Linear.
 """
+import concurrent.futures
 import json
 import os
 import struct
@@ -70,22 +71,32 @@ def random_weights(cfg, seed):
     that write into the residual stream (o_proj, down_proj) get twice that, so the layers, not
     the token's own embedding, dominate it; otherwise a tied LM head mostly predicts the input
     token again. Embedding rows have unit norm (after Gemma's multiplier); norm scales are 1 + N(0, 0.1^2) (stored minus
-    the config's norm offset)."""
-    rng = np.random.default_rng(seed)
-    weights = {}
-    for name, shape, init in checkpoint_layout(cfg):
-        values = rng.standard_normal(shape)
+    the config's norm offset).
+
+    Each tensor draws from its own stream, seeded by (seed, its place in the layout), so tensors
+    are drawn in parallel (numpy fills arrays without the GIL): a 7B-parameter model in seconds
+    per core rather than minutes."""
+    def draw(index, name, shape, init):
+        values = np.random.default_rng([seed, index]).standard_normal(shape, dtype=np.float32)
         if init == "linear":
             residual_writer = name.endswith(("o_proj.weight", "down_proj.weight"))
-            values *= (2.0 if residual_writer else 1.0) / np.sqrt(shape[1])
+            values *= np.float32((2.0 if residual_writer else 1.0) / np.sqrt(shape[1]))
         elif init == "embedding":
-            values /= np.sqrt(shape[1]) * cfg.embedding_multiplier
+            values /= np.float32(np.sqrt(shape[1]) * cfg.embedding_multiplier)
         elif init == "bias":
-            values *= 0.1
+            values *= np.float32(0.1)
         elif init == "norm":
-            values = 1.0 - cfg.norm_weight_offset + 0.1 * values
-        weights[name] = values.astype(np.float32)
-    return canonicalize(cfg, weights)
+            values = (np.float32(1.0 - cfg.norm_weight_offset) + np.float32(0.1) * values).astype(np.float32)
+        return name, values
+
+    layout = checkpoint_layout(cfg)
+    return canonicalize(cfg, dict(parallel_map(lambda entry: draw(entry[0], *entry[1]), enumerate(layout))))
+
+
+def parallel_map(function, items):
+    """[function(item)] computed on a thread per core (for numpy work that releases the GIL)."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        return list(pool.map(function, items))
 
 
 def canonicalize(cfg, checkpoint):
@@ -134,19 +145,22 @@ def _fuse(cfg, weights):
     return fused
 
 
-def write_safetensors(path, cfg, weights):
-    """Writes canonical weights as a float32 .safetensors checkpoint in the config's own layout."""
+def write_safetensors(path, cfg, weights, dtype="F32"):
+    """Writes canonical weights as a .safetensors checkpoint in the config's own layout, in float32
+    or (dtype "F16": half the bytes, what an fp16 model computes with anyway) float16."""
+    np_dtype = _SAFETENSORS_DTYPES[dtype]
     tensors = _fuse(cfg, weights)
     header, offset = {}, 0
     for name, array in tensors.items():
-        header[name] = {"dtype": "F32", "shape": list(array.shape), "data_offsets": [offset, offset + array.nbytes]}
-        offset += array.nbytes
+        nbytes = array.size * np.dtype(np_dtype).itemsize
+        header[name] = {"dtype": dtype, "shape": list(array.shape), "data_offsets": [offset, offset + nbytes]}
+        offset += nbytes
     encoded = json.dumps(header).encode()
     encoded += b" " * (-len(encoded) % 8)  # the format keeps the data 8-byte aligned
     with open(path, "wb") as f:
         f.write(struct.pack("<Q", len(encoded)) + encoded)
         for array in tensors.values():
-            f.write(np.ascontiguousarray(array, dtype=np.float32).tobytes())
+            f.write(np.ascontiguousarray(array, dtype=np_dtype).tobytes())
 
 
 def lm_head(cfg, weights):
