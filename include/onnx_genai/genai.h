@@ -44,6 +44,9 @@ struct ModelOptions {
   // cuda:N: the decoder runs on that GPU (nodes without a CUDA kernel on the CPU) and the KV cache
   // lives there; token ids and logits cross to the host.
   Device device = Device::cpu();
+  // A GPU that exists but that this build has no code for (another compute capability) leaves
+  // the model on the CPU, and Model::device_fallback() says why; false makes it an error.
+  bool cpu_fallback = true;
   bool capture_device_graphs = true;  // SessionOptions::capture_device_graphs
   std::string onnx_file;          // decoder file inside the folder; empty = the config's / the usual names
   bool preallocate_kv = false;    // reserve the KV cache for the whole context up front
@@ -116,6 +119,9 @@ class Model {
   // Renders the chat template and encodes the result without adding special tokens again.
   Result<std::vector<int32_t>> encode_chat(const ChatRequest& request) const;
   SessionStats session_stats() const;
+  // Where the decoder runs (the CPU after a fallback), and why it fell back ("" when it did not).
+  Device device() const;
+  const std::string& device_fallback() const;
 
  private:
   struct Impl;

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/run_support.h"
+#include "cli/terminal_feedback.h"
 #include "onnx_genai/genai.h"
 
 namespace onnx_genai::cli {
@@ -178,7 +179,7 @@ int run_bench(std::span<const std::string> args) {
   if (!dir.is_ok()) return report(kExitBadInput, dir.status().message());
   genai::ModelOptions model_options = options->model;
   model_options.select_logit_rows = !options->all_logits;
-  auto model = genai::Model::load(*dir, model_options);
+  auto model = load_model_with_progress(*dir, model_options);
   if (!model.is_ok()) return report(kExitBadInput, model.status().message());
 
   const int64_t context = (*model)->info().context_length;

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/run_support.h"
+#include "cli/terminal_feedback.h"
 #include "onnx_genai/genai.h"
 
 namespace onnx_genai::cli {
@@ -90,7 +91,7 @@ int run_eval_ppl(std::span<const std::string> args) {
   if (!text.is_ok()) return report(kExitBadInput, text.status().message());
   auto dir = resolve_model_dir(options->model_path, "eval-ppl");
   if (!dir.is_ok()) return report(kExitBadInput, dir.status().message());
-  auto model = genai::Model::load(*dir, options->model);
+  auto model = load_model_with_progress(*dir, options->model);
   if (!model.is_ok()) return report(kExitBadInput, model.status().message());
   auto tokens = tokenize_file(**model, *options->text_path, *text);
   if (!tokens.is_ok()) return report(kExitBadInput, tokens.status().message());

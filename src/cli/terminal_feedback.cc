@@ -54,9 +54,15 @@ class LoadSpinner {
 }  // namespace
 
 Result<std::unique_ptr<genai::Model>> load_model_with_progress(const std::string& dir, const genai::ModelOptions& options) {
-  if (!stderr_is_terminal()) return genai::Model::load(dir, options);
-  LoadSpinner spinner(dir);
-  return genai::Model::load(dir, options);
+  Result<std::unique_ptr<genai::Model>> model = [&] {
+    if (!stderr_is_terminal()) return genai::Model::load(dir, options);
+    LoadSpinner spinner(dir);
+    return genai::Model::load(dir, options);
+  }();
+  if (model.is_ok() && !(*model)->device_fallback().empty()) {
+    std::fprintf(stderr, "onnx-genai: warning: %s; running on the CPU\n", (*model)->device_fallback().c_str());
+  }
+  return model;
 }
 
 void print_reply_stats_line(const genai::GenerationStats& stats, size_t generated_tokens, const PromptReuse* reuse) {

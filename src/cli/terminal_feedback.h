@@ -11,7 +11,8 @@
 
 namespace onnx_genai::cli {
 
-// genai::Model::load, with the spinner on a terminal.
+// genai::Model::load, with the spinner on a terminal; a GPU fallback (ModelOptions::cpu_fallback)
+// is reported on stderr, on a terminal or not.
 Result<std::unique_ptr<genai::Model>> load_model_with_progress(const std::string& dir, const genai::ModelOptions& options);
 
 // Prompt tokens a chat turn took from the KV cache and fed afresh.

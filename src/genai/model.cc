@@ -7,6 +7,7 @@
 #include "genai/logit_rows.h"
 #include "genai/model_parts.h"
 #include "onnx/model.h"
+#include "runtime/execution_device.h"
 
 namespace onnx_genai::genai {
 
@@ -111,13 +112,15 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelO
   if (options.select_logit_rows) {
     OG_RETURN_IF_ERROR(select_logit_rows(*graph_model->graph, logits_name).status().with_context(file));
   }
+  const Device device =
+      options.cpu_fallback ? device_or_cpu_fallback(options.device, impl->device_fallback) : options.device;
   // Only a device session gets the greedy tokens output: a CPU session would compute it for nothing.
-  if (options.device.type != DeviceType::kCpu) {
+  if (device.type != DeviceType::kCpu) {
     OG_RETURN_IF_ERROR(add_greedy_tokens_output(*graph_model->graph, logits_name).status().with_context(file));
   }
   SessionOptions session_options;
   session_options.num_threads = options.num_threads;
-  session_options.device = options.device;
+  session_options.device = device;
   session_options.capture_device_graphs = options.capture_device_graphs;
   OG_ASSIGN_OR_RETURN(impl->session, Session::create(std::move(graph_model), session_options));
   OG_ASSIGN_OR_RETURN(impl->io, in_context(derive_decoder_io(impl->session->inputs(), impl->session->outputs(),
@@ -143,6 +146,8 @@ Model::~Model() = default;
 const ModelInfo& Model::info() const { return impl_->info; }
 const Tokenizer* Model::tokenizer() const { return impl_->tokenizer.get(); }
 SessionStats Model::session_stats() const { return impl_->session->stats(); }
+Device Model::device() const { return impl_->session->device(); }
+const std::string& Model::device_fallback() const { return impl_->device_fallback; }
 
 GeneratorParams Model::default_params() const {
   const SearchDefaults& search = impl_->package.search;

@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "genai/decoder_io.h"
 #include "genai/kv_cache.h"
@@ -17,6 +18,7 @@ namespace onnx_genai::genai {
 struct ModelParts {
   Package package;
   std::unique_ptr<Session> session;
+  std::string device_fallback;  // why the decoder runs on the CPU instead of the GPU asked for
   DecoderIo io;
   ModelInfo info;
   KvCacheOptions kv_options;

@@ -83,9 +83,37 @@ ExecutionDeviceOpener& opener_for_tests() {
   static ExecutionDeviceOpener opener;
   return opener;
 }
+
+UnsupportedDeviceProbe& probe_for_tests() {
+  static UnsupportedDeviceProbe probe;
+  return probe;
+}
+
+// Why an existing device cannot run this build's kernels; "" when it can or does not exist.
+std::string unsupported_device_reason(Device device) {
+  if (probe_for_tests()) return probe_for_tests()(device);
+#ifdef OG_HAVE_CUDA
+  if (device.type != DeviceType::kCuda) return "";
+  const Result<int> count = cuda::device_count();
+  if (!count.is_ok() || device.index < 0 || device.index >= *count) return "";
+  const Result<cuda::DeviceInfo> info = cuda::query_device(device.index);
+  if (!info.is_ok()) return "";
+  const Status capability = cuda::check_compute_capability(info->major, info->minor);
+  return capability.is_ok() ? "" : info->to_string() + ": " + capability.message();
+#else
+  (void)device;
+  return "";
+#endif
+}
 }  // namespace
 
 void set_execution_device_opener_for_tests(ExecutionDeviceOpener opener) { opener_for_tests() = std::move(opener); }
+void set_unsupported_device_probe_for_tests(UnsupportedDeviceProbe probe) { probe_for_tests() = std::move(probe); }
+
+Device device_or_cpu_fallback(Device requested, std::string& fallback_reason) {
+  fallback_reason = requested.type == DeviceType::kCpu ? "" : unsupported_device_reason(requested);
+  return fallback_reason.empty() ? requested : Device::cpu();
+}
 
 Result<std::unique_ptr<ExecutionDevice>> open_execution_device(Device device) {
   if (opener_for_tests()) return opener_for_tests()(device);

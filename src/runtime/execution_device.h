@@ -64,9 +64,19 @@ class ExecutionDevice {
 // device, a GPU this build has no code for.
 Result<std::unique_ptr<ExecutionDevice>> open_execution_device(Device device);
 
+// The device to run on when `requested` is asked for: `requested` itself, or the CPU when it is a
+// GPU that exists but that this build has no code for (another compute capability); then
+// `fallback_reason` names the device and says why. Whatever else is wrong with `requested` (no
+// CUDA in this build, no such device) is left for open_execution_device to report.
+Device device_or_cpu_fallback(Device requested, std::string& fallback_reason);
+
 // Tests stand a device in host memory in for a GPU: while an opener is set (non-null),
 // open_execution_device returns what it makes.
 using ExecutionDeviceOpener = std::function<Result<std::unique_ptr<ExecutionDevice>>(Device)>;
 void set_execution_device_opener_for_tests(ExecutionDeviceOpener opener);
+// ... and while a probe is set, device_or_cpu_fallback asks it why a device is unsupported ("" when
+// it is supported) instead of asking the driver.
+using UnsupportedDeviceProbe = std::function<std::string(Device)>;
+void set_unsupported_device_probe_for_tests(UnsupportedDeviceProbe probe);
 
 }  // namespace onnx_genai

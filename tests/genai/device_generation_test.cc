@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <string>
 #include <utility>
 
 #include "genai/model_parts.h"
@@ -214,6 +215,46 @@ TEST(DeviceGeneration, ConcatenatedCacheRewindsOnTheDevice) {
   auto got = greedy(**device, prompts, 20, 10, 12);
   ASSERT_TRUE(got.is_ok()) << got.status().message();
   EXPECT_EQ(*got, *want);
+}
+
+// A GPU this build has no code for (another compute capability): the model runs on the CPU, says
+// why, and gives the CPU's tokens; with cpu_fallback off, loading fails with the driver's reason.
+TEST(DeviceGeneration, AGpuThisBuildCannotRunOnFallsBackToTheCpuAndSaysWhy) {
+  const std::string why = "cuda:0 Old GPU (compute capability 7.5): compute capability 7.5 < 9.0";
+  struct ProbeScope {
+    explicit ProbeScope(std::string reason) {
+      set_unsupported_device_probe_for_tests([reason](Device) { return reason; });
+    }
+    ~ProbeScope() { set_unsupported_device_probe_for_tests(nullptr); }
+  } probe(why);
+  auto cpu = load(kPackage, Device::cpu());
+  ASSERT_TRUE(cpu.is_ok()) << cpu.status().message();
+  EXPECT_EQ((*cpu)->device_fallback(), "") << "the CPU asked for is no fallback";
+  auto prompts = encode_all(**cpu, {"And God said"});
+  ASSERT_TRUE(prompts.is_ok()) << prompts.status().message();
+  auto want = greedy(**cpu, *prompts, 12);
+  ASSERT_TRUE(want.is_ok()) << want.status().message();
+
+  StandInMemory memory;
+  StandInScope scope(memory);
+  auto fell_back = load(kPackage, kStandIn);
+  ASSERT_TRUE(fell_back.is_ok()) << fell_back.status().message();
+  EXPECT_EQ(scope.opened, 0) << "the unsupported GPU is not opened";
+  EXPECT_EQ((*fell_back)->device(), Device::cpu());
+  EXPECT_EQ((*fell_back)->device_fallback(), why);
+  auto got = greedy(**fell_back, *prompts, 12);
+  ASSERT_TRUE(got.is_ok()) << got.status().message();
+  EXPECT_EQ(*got, *want);
+
+  set_execution_device_opener_for_tests([why](Device) -> Result<std::unique_ptr<ExecutionDevice>> {
+    return OG_ERROR(why, ": this build has sm_90a code only");
+  });
+  genai::ModelOptions strict;
+  strict.device = kStandIn;
+  strict.cpu_fallback = false;
+  auto refused = genai::Model::load(kPackage.string(), strict);
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_NE(refused.status().message().find("compute capability 7.5"), std::string::npos) << refused.status().message();
 }
 
 }  // namespace
