@@ -1,8 +1,8 @@
 // com.microsoft GroupQueryAttention: CUDA kernel against the CPU kernel on random decode and
 // prompt cases (ragged seqlens_k, shared and separate past/present, packed and separate QKV, GQA
 // ratios, head sizes, rotary variants, softcap, local windows, bias / head sink / smooth softmax,
-// f32 / f16 / bf16), decodes split over long caches, timed decodes, and inputs the CUDA kernel
-// rejects.
+// f32 / f16 / bf16), decodes split over long caches, short steps (S = 2..16 after a past, short
+// prompts), timed decodes and short steps, and inputs the CUDA kernel rejects.
 //
 // Shared past/present (the runtime's KV cache) cannot go through the harness's run_on_cuda,
 // which gives every output its own buffer: run_gqa below passes the past buffers as present on
@@ -424,6 +424,129 @@ TEST_F(GroupQueryAttentionCuda, DecodeTiming) {
     check(c, &timed);
     std::printf("  GQA decode %s: %.2f us/run (median of %d x %d CUDA graph replays over %d caches), %.0f GB/s of K/V\n",
                 t.label, timed.us_per_run, kTimedBatches, timed.runs, timed.caches, read_bytes / (timed.us_per_run * 1e3));
+  }
+}
+
+// Short steps after a past (S = 2..16: a speculative-decoding verify; batch 1, as the schema
+// requires): the tensor-core kernel's rows, each masked to its causal keys, split over past
+// lengths not a multiple of a chunk; GQA groups giving one to several 16-vector slices (and
+// partial ones), head sizes 8 / 64 / 80 / 128 / 256 (256 at S >= 14 falls back to the prompt
+// kernel), shared caches with spare capacity (the runtime's), separate pasts, packed QKV, rotary
+// variants, softcap / window / scale, no new rows; f32 runs the prompt kernel.
+TEST_F(GroupQueryAttentionCuda, ShortStepMatchesCpu) {
+  constexpr DType kHalfTypes[] = {DType::kF16, DType::kBF16};
+  for (int trial = 0; trial < 60; ++trial) {
+    GqaCase c;
+    c.dtype = trial % 10 == 9 ? DType::kF32 : kHalfTypes[trial % 2];
+    c.batch = 1;
+    c.q_len = uniform(2, 16);
+    c.kv_heads = pick({1, 2, 4, 8});
+    c.num_heads = c.kv_heads * pick({1, 2, 4, 7});
+    c.head_size = pick({8, 64, 80, 128, 128, 256});
+    c.shared = trial % 3 != 2;
+    c.packed = trial / 3 % 2 == 1;
+    set_rotary(c, trial / 2);
+    c.softcap = trial % 5 == 3 ? 1.0f : 0.0f;
+    c.window = trial % 6 == 4 ? uniform(1, 300) : -1;
+    c.scale = trial % 7 == 5 ? 0.2f : 0.0f;
+    c.empty_new_kv = c.shared && !c.packed && trial % 8 == 6;
+    const int64_t past = trial % 4 == 0 ? uniform(1, 60) : uniform(60, 3000);
+    c.total_len = past + c.q_len;
+    // Shared (or no new rows): one buffer of a capacity at least the total; separate: the past rows
+    // only, or a buffer of the capacity.
+    const int64_t capacity = c.total_len + uniform(0, 100);
+    c.past_len = c.shared || c.empty_new_kv || trial % 4 == 1 ? capacity : past;
+    c.seqlens = {static_cast<int32_t>(c.total_len - 1)};
+    check(c);
+  }
+}
+
+// Short first prompts (S = total = 2..16) in a batch of 3 with right padding: rows of different
+// lengths, new rows appended at 0 (the padding ones too), shared caches or none, causal and not,
+// windows; and short steps with attention_bias, head_sink, smooth_softmax, no present outputs.
+TEST_F(GroupQueryAttentionCuda, ShortPromptAndOptionalInputsMatchCpu) {
+  for (int trial = 0; trial < 40; ++trial) {
+    GqaCase c;
+    c.dtype = trial % 2 == 0 ? DType::kF16 : DType::kBF16;
+    c.kv_heads = pick({1, 2});
+    c.num_heads = c.kv_heads * pick({1, 3, 8});
+    c.head_size = pick({64, 128});
+    c.q_len = uniform(2, 16);
+    c.rotary = trial % 3 == 1;
+    c.position_ids = c.rotary && trial % 4 == 1;
+    c.packed = trial % 5 == 2;
+    c.bias = trial % 4 < 2;
+    c.sink = trial % 3 == 0;
+    c.smooth = trial % 3 == 1;
+    c.present = trial % 6 != 5;
+    if (trial % 2 == 0) {
+      c.total_len = c.q_len;
+      c.causal = trial % 8 != 4;
+      c.window = c.causal && trial % 5 == 3 ? uniform(1, 8) : -1;
+      c.shared = c.present && trial % 4 == 0;
+      c.past_len = c.shared ? c.total_len + uniform(0, 40) : 0;
+      c.seqlens = {static_cast<int32_t>(c.q_len - 1), static_cast<int32_t>(uniform(0, c.q_len - 1)),
+                   static_cast<int32_t>(uniform(0, c.q_len - 1))};
+    } else {
+      c.batch = 1;
+      c.total_len = uniform(1, 600) + c.q_len;
+      c.shared = c.present && trial % 4 == 1;
+      c.past_len = c.shared ? c.total_len + uniform(0, 40) : c.total_len - c.q_len;
+      c.seqlens = {static_cast<int32_t>(c.total_len - 1)};
+    }
+    check(c);
+  }
+}
+
+// Short steps over long caches: the split merged in a cluster (N32/8, S 8: 16 units) and through
+// the combine kernel (S 16: 4 slices a KV head, 32 units), a row far shorter than the capacity.
+TEST_F(GroupQueryAttentionCuda, LongContextShortStepMatchesCpu) {
+  struct Long {
+    int64_t q_len, keys, capacity;
+  };
+  for (const Long& l : {Long{8, 4096, 4096}, Long{16, 2000, 2048}, Long{5, 300, 4096}, Long{11, 3001, 3001}}) {
+    for (DType dtype : {DType::kF16, DType::kBF16}) {
+      GqaCase c;
+      c.dtype = dtype;
+      c.batch = 1;
+      c.num_heads = 32;
+      c.kv_heads = 8;
+      c.head_size = 128;
+      c.q_len = l.q_len;
+      c.total_len = l.keys;
+      c.past_len = l.capacity;
+      c.shared = true;
+      c.rotary = true;
+      c.seqlens = {static_cast<int32_t>(l.keys - 1)};
+      check(c);
+    }
+  }
+}
+
+// An 8-token step (a speculative-decoding verify) against the 1-token decode, f16 N32/8 D128 B1,
+// shared cache, rotary: one run prints both and their ratio. S 16 is the kernel's longest step;
+// S 17 runs on the prompt kernel (what every S > 1 step ran on before).
+TEST_F(GroupQueryAttentionCuda, ShortStepTiming) {
+  for (int64_t keys : {128, 4096}) {
+    double decode_us = 0;
+    for (int64_t q_len : {1, 8, 16, 17}) {
+      GqaCase c;
+      c.batch = 1;
+      c.num_heads = 32;
+      c.kv_heads = 8;
+      c.head_size = 128;
+      c.q_len = q_len;
+      c.total_len = c.past_len = keys;
+      c.shared = true;
+      c.rotary = true;
+      c.seqlens = {static_cast<int32_t>(keys - 1)};
+      const double cache_bytes = 2.0 * c.kv_heads * keys * c.head_size * 2;
+      TimedRuns timed{100, static_cast<int>(std::clamp(std::ceil(128e6 / cache_bytes), 1.0, 8.0)), 0};
+      check(c, &timed);
+      if (q_len == 1) decode_us = timed.us_per_run;
+      std::printf("  GQA step f16 B1 N32/8 D128 %lld keys, S %lld: %.2f us/run (%.2fx the S 1 decode)\n",
+                  static_cast<long long>(keys), static_cast<long long>(q_len), timed.us_per_run, timed.us_per_run / decode_us);
+    }
   }
 }
 

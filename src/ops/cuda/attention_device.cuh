@@ -13,6 +13,9 @@
 namespace onnx_genai::cuda {
 
 inline constexpr int64_t kMaxChunks = 512;  // combine weights live in shared memory
+// Longest step (query rows S) the tensor-core kernel takes: a speculative-decoding verify, a short
+// prompt; longer ones run on the prompt kernel.
+inline constexpr int64_t kTensorCoreMaxRows = 16;
 // Percent of the L1 / shared-memory split given to shared memory: one split for the decode and
 // combine kernels, so the SMs need not drain to reconfigure between them.
 inline constexpr unsigned kMaxSharedCarveout = 100;
@@ -62,6 +65,14 @@ __device__ inline int64_t rotary_position(const GqaArgs& a, const RowKeys& r, in
   if (a.position_ids != nullptr) pos = a.first_prompt ? a.position_ids[0] + s : a.position_ids[b * a.q_len + s];
   else pos = a.first_prompt ? s : r.total - a.q_len + s;
   return imin(imax(pos, 0), a.rotary_rows - 1);
+}
+
+// Keys any query row of batch entry b sees: row 0's first to row S-1's end (both grow with the
+// row). A split decode divides this span, so that every row's partials line up by chunk.
+__device__ inline void entry_key_span(const GqaArgs& a, const RowKeys& r, int64_t& lo, int64_t& hi) {
+  int64_t unused = 0;
+  key_range(a, r, 0, lo, unused);
+  key_range(a, r, a.q_len - 1, unused, hi);
 }
 
 // The chunks of a decode row's keys [lo, hi): chunk c holds keys [first + c*len, first + (c+1)*len)
@@ -125,20 +136,21 @@ __device__ float finish_factor(const GqaArgs& a, float m, float l, int64_t h) {
   return kept / (l * kept + expf(sink - top));
 }
 
-// Split-decode partials in the workspace: (m, l) per (b, head, chunk), m in natural-log units,
-// then the accumulators, [b, head, chunk, D], f32.
+// Split-decode partials in the workspace: (m, l) per (b, row, head, chunk), m in natural-log
+// units, then the accumulators, [b, row, head, chunk, D], f32.
 __device__ inline float* partial_ml(const GqaArgs& a) {
   return reinterpret_cast<float*>(static_cast<char*>(a.workspace) + a.partial_offset);
 }
 __host__ __device__ inline size_t partial_acc_offset(const GqaArgs& a) {
-  return a.partial_offset + (static_cast<size_t>(a.batch * a.num_heads * a.chunks * 2) * sizeof(float) + 255) / 256 * 256;
+  return a.partial_offset + (static_cast<size_t>(a.batch * a.q_len * a.num_heads * a.chunks * 2) * sizeof(float) + 255) / 256 * 256;
 }
 __device__ inline float* partial_acc(const GqaArgs& a) {
   return reinterpret_cast<float*>(static_cast<char*>(a.workspace) + partial_acc_offset(a));
 }
 
-// ---- attention_decode_kernels.cu: the tensor-core decode (f16 / bf16, q_len == 1) ----
-// Plans it for `a` (host-side, once per plan); the launch queues it on `stream`.
+// ---- attention_decode_kernels.cu: the tensor-core decode (f16 / bf16, q_len <= kTensorCoreMaxRows) ----
+// Plans it for `a` (host-side, once per plan): decode_dims stays 0 where its shared memory would
+// not fit (the prompt kernel runs instead). The launch queues it on `stream`.
 template <typename T>
 Status plan_tensor_core_decode(GqaArgs& a);
 template <typename T>

@@ -1,9 +1,11 @@
 // com.microsoft GroupQueryAttention on the GPU (semantics: ops/schema/attention.h; reference:
 // ops/cpu/attention_gqa.cc): plan, launches, and the kernels of prompts and f32 decodes. The f16 /
-// bf16 decode (S = 1), the step every generated token takes, runs on the tensor-core decode kernel
+// bf16 decode (S = 1, the step every generated token takes) and short steps (S <= 16: a
+// speculative-decoding verify, a short prompt) run on the tensor-core decode kernel
 // (attention_decode_kernels.cu), after gqa_copy_past_kernel when present is not the past buffer.
 //
-// Prompts, and decodes in f32 (no f32 tensor-core product with f32 accuracy): up to four launches.
+// Longer prompts, and every step in f32 (no f32 tensor-core product with f32 accuracy): up to four
+// launches.
 //   1. gqa_append_kernel     grid (S, B): per new token, rotates the query heads (do_rotary) into
 //                            the workspace [B, S, N, D] (rounded to T, as the CPU does) and writes
 //                            the token's K (rotated) and V rows into present at row offset_b + s.
@@ -22,7 +24,7 @@
 //          acc        thread per output dim: acc[v] = acc[v] * correction + sum_j p[v][j] V[j]
 //        A decode (S = 1) splits [0, present_len) into `chunks`, each block leaving partial
 //        (m, l, acc) in the workspace.
-//   4. gqa_combine_kernel    grid (N, B), when the decode was split: rescales and sums the
+//   4. gqa_combine_kernel    grid (N, B*S), when the decode was split: rescales and sums the
 //                            partials of the chunks that hold the row's keys.
 //
 // Per batch entry b, seqlens_k[b] is read on the device (see row_keys): total_b, the causal
@@ -345,23 +347,23 @@ __global__ void __launch_bounds__(kThreads) gqa_attention_kernel(GqaArgs a) {
   }
 }
 
-// One (b, head) of a split decode: the partials of the chunks that hold the row's keys
-// (key_chunks; the decode kernel skips the others without writing), rescaled to one max and
-// summed. Thread (group, lane) sums 4 dims over every groups-th chunk, so all its loads are in
-// flight at once.
+// One (b, query row s, head) of a split decode: the partials of the chunks that hold the batch
+// entry's keys (key_chunks of entry_key_span; the decode kernel skips the others without
+// writing), rescaled to one max and summed. Thread (group, lane) sums 4 dims over every groups-th
+// chunk, so all its loads are in flight at once.
 template <typename T>
 __global__ void __launch_bounds__(kThreads) gqa_combine_kernel(GqaArgs a) {
   __shared__ float weight[kMaxChunks];
   __shared__ float4 sums[kThreads];
   __shared__ float warp_part[kThreads / 32];
-  const int64_t h = blockIdx.x, b = blockIdx.y, d = a.head_size;
+  const int64_t h = blockIdx.x, row = blockIdx.y, b = row / a.q_len, d = a.head_size;  // row: b * S + s
   wait_for_prior_grid();
   const RowKeys r = row_keys(a, b);
   int64_t lo = 0, hi = 0;
-  if (r.valid) key_range(a, r, 0, lo, hi);
+  if (r.valid) entry_key_span(a, r, lo, hi);
   const KeyChunks chunks = key_chunks(a, lo, hi);
   const int64_t first = chunks.begin, end = chunks.end;
-  const int64_t base = (b * a.num_heads + h) * a.chunks;
+  const int64_t base = (row * a.num_heads + h) * a.chunks;
   const float* ml = partial_ml(a) + base * 2;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const auto block_reduce = [&](float v, bool is_max) {
@@ -413,7 +415,7 @@ __global__ void __launch_bounds__(kThreads) gqa_combine_kernel(GqaArgs a) {
     total[2] += v.z;
     total[3] += v.w;
   }
-  T* out = static_cast<T*>(a.out) + (b * a.num_heads + h) * d + dim;
+  T* out = static_cast<T*>(a.out) + (row * a.num_heads + h) * d + dim;
 #pragma unroll
   for (int i = 0; i < 4; ++i) out[i] = from_float<T>(total[i] * factor);
 }
@@ -441,12 +443,15 @@ Status plan_decode_split(GqaArgs& a) {
   return Status::ok();
 }
 
-// The tensor-core decode kernel for f16 / bf16 decodes, else the prompt kernel (split over the
-// KV length for a decode).
+// The tensor-core decode kernel for f16 / bf16 steps of up to kTensorCoreMaxRows query rows
+// (where its shared memory fits), else the prompt kernel (split over the KV length for a decode).
 template <typename T>
 Status plan_kernels_for(GqaArgs& a) {
   if constexpr (!std::is_same_v<T, float>) {
-    if (a.q_len == 1) return plan_tensor_core_decode<T>(a);
+    if (a.q_len <= kTensorCoreMaxRows) {
+      OG_RETURN_IF_ERROR(plan_tensor_core_decode<T>(a));
+      if (a.decode_dims > 0) return Status::ok();
+    }
   }
   const auto raise_limit = a.vectors_per_block == 8 ? raise_smem_limit<T, 8> : raise_smem_limit<T, 16>;
   OG_RETURN_IF_ERROR(raise_limit());
@@ -481,7 +486,7 @@ Status launch_kernels_for(const GqaArgs& a, cudaStream_t s) {
 template <typename T>
 Status launch_gqa_combine(const GqaArgs& a, cudaStream_t stream, bool after_prior) {
   cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(static_cast<unsigned>(a.num_heads), static_cast<unsigned>(a.batch));
+  config.gridDim = dim3(static_cast<unsigned>(a.num_heads), static_cast<unsigned>(a.batch * a.q_len));
   config.blockDim = dim3(kThreads);
   config.stream = stream;
   cudaLaunchAttribute attrs[2] = {};
@@ -524,7 +529,7 @@ Status plan_gqa(GqaArgs& a) {
   if (a.cache_in_workspace) offset += 2 * align256(static_cast<size_t>(dtype_storage_bytes(a.dtype, a.batch * a.kv_heads * a.present_len * a.head_size)));
   a.partial_offset = offset;
   if (a.chunks > 1 && !a.decode_cluster) {
-    offset = partial_acc_offset(a) + static_cast<size_t>(a.batch * a.num_heads * a.chunks * a.head_size) * sizeof(float);
+    offset = partial_acc_offset(a) + static_cast<size_t>(a.batch * a.q_len * a.num_heads * a.chunks * a.head_size) * sizeof(float);
   }
   a.workspace_bytes = offset;
   return Status::ok();

@@ -36,13 +36,15 @@ struct GqaArgs {
 
   // ---- plan (plan_gqa) ----
   int vectors_per_block = 8;  // query vectors (head, row) one block carries: 8 or 16
+  // The prompt kernel's: query heads and rows per block, blocks over a KV head's heads and rows.
+  // The tensor-core kernel's: query vectors per block, slices of a KV head's (row, head) vectors.
   int64_t heads_per_block = 1, head_slices = 1, rows_per_block = 1, row_tiles = 1;
-  // KV split of a decode (q_len == 1): `chunks` blocks per row. The prompt kernel's chunks hold
-  // chunk_len keys of the cache; the decode kernel's divide each row's own keys, at least
-  // min_chunk_keys each.
+  // KV split of a decode: `chunks` blocks per row. The prompt kernel's (q_len == 1) hold
+  // chunk_len keys of the cache; the tensor-core kernel's divide each batch entry's own keys, at
+  // least min_chunk_keys each.
   int64_t chunks = 1, chunk_len = 0, min_chunk_keys = 0;
-  // > 0: the decode runs on the tensor-core kernel built for head sizes up to this (64, 128 or
-  // 256; f16 / bf16, q_len == 1), with decode_smem_bytes of dynamic shared memory; its chunks
+  // > 0: the step runs on the tensor-core kernel built for head sizes up to this (64, 128 or
+  // 256; f16 / bf16, q_len up to 16), with decode_smem_bytes of dynamic shared memory; its chunks
   // merge in a thread-block cluster (decode_cluster) or through gqa_combine_kernel.
   int decode_dims = 0;
   size_t decode_smem_bytes = 0;
