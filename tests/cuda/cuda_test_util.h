@@ -99,6 +99,8 @@ inline Result<PreparedNode> prepare_node(const Node& node, const std::vector<Ten
   OG_RETURN_IF_ERROR(schema->infer_shapes(infer));
   OG_ASSIGN_OR_RETURN(const KernelDef* def, registry.find_kernel(node, device, dtypes));
   prepared.kernel = def->create(node);
+  // output_infos points into prepared.outputs: it must not reallocate while they are taken.
+  prepared.outputs.reserve(infer.outputs.size());
   std::vector<const TensorInfo*> output_infos;
   for (size_t i = 0; i < infer.outputs.size(); ++i) {
     if (node.outputs[i] != nullptr && !infer.outputs[i]) return OG_ERROR(node.describe(), ": output ", i, " not inferred");
@@ -319,6 +321,34 @@ inline Result<double> replay_microseconds(const cuda::Stream& stream, const std:
   OG_RETURN_IF_ERROR(status);
   std::sort(timed.begin(), timed.end());
   return 1e3 * timed[timed.size() / 2] / replays;
+}
+
+// Microseconds per run of `node`'s CUDA kernel on device copies of `inputs` (every output
+// allocated), timed by CUDA graph replays: recording it also proves run() capture-safe.
+inline Result<double> time_node(const Node& node, const std::vector<Tensor>& inputs, const cuda::Stream& stream) {
+  OG_ASSIGN_OR_RETURN(PreparedNode prepared, prepare_node(node, inputs, DeviceType::kCuda));
+  std::vector<cuda::DeviceBuffer> buffers;
+  buffers.reserve(inputs.size() + prepared.outputs.size() + 1);
+  std::vector<KernelTensor> in, out;
+  for (const Tensor& t : inputs) {
+    const auto bytes = static_cast<size_t>(t.nbytes());
+    OG_ASSIGN_OR_RETURN(buffers.emplace_back(), cuda::DeviceBuffer::allocate(bytes));
+    OG_RETURN_IF_ERROR(cuda::copy_to_device(buffers.back().data(), t.raw(), bytes, stream.handle()));
+    in.push_back({t.dtype(), &t.shape(), buffers.back().data()});
+  }
+  for (const std::optional<TensorInfo>& info : prepared.outputs) {
+    const auto bytes = static_cast<size_t>(dtype_storage_bytes(info->dtype, info->shape.numel()));
+    OG_ASSIGN_OR_RETURN(buffers.emplace_back(), cuda::DeviceBuffer::allocate(bytes));
+    out.push_back({info->dtype, &info->shape, buffers.back().data()});
+  }
+  void* workspace = nullptr;
+  if (prepared.workspace_bytes > 0) {
+    OG_ASSIGN_OR_RETURN(buffers.emplace_back(), cuda::DeviceBuffer::allocate(prepared.workspace_bytes));
+    workspace = buffers.back().data();
+  }
+  OG_RETURN_IF_ERROR(stream.synchronize());
+  const KernelContext ctx{in, out, workspace, nullptr, stream.handle()};
+  return replay_microseconds(stream, [&] { return prepared.kernel->run(ctx); }, 500);
 }
 
 }  // namespace onnx_genai::testing

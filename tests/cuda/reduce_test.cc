@@ -338,31 +338,6 @@ TEST(ReduceCudaErrors, BadInputsFailLikeTheCpu) {
 
 // ---- Timing --------------------------------------------------------------------------------------
 
-// One kernel on device copies of `inputs` (single output), timed by graph replays.
-Result<double> time_kernel(const Node& node, const std::vector<Tensor>& inputs, const cuda::Stream& stream) {
-  OG_ASSIGN_OR_RETURN(PreparedNode prepared, prepare_node(node, inputs, DeviceType::kCuda));
-  std::vector<cuda::DeviceBuffer> buffers;
-  std::vector<KernelTensor> in, out;
-  for (const Tensor& t : inputs) {
-    const auto bytes = static_cast<size_t>(t.nbytes());
-    OG_ASSIGN_OR_RETURN(buffers.emplace_back(), cuda::DeviceBuffer::allocate(bytes));
-    OG_RETURN_IF_ERROR(cuda::copy_to_device(buffers.back().data(), t.raw(), bytes, stream.handle()));
-    in.push_back({t.dtype(), &t.shape(), buffers.back().data()});
-  }
-  const TensorInfo& info = *prepared.outputs[0];
-  const auto out_bytes = static_cast<size_t>(dtype_storage_bytes(info.dtype, info.shape.numel()));
-  OG_ASSIGN_OR_RETURN(buffers.emplace_back(), cuda::DeviceBuffer::allocate(out_bytes));
-  out.push_back({info.dtype, &info.shape, buffers.back().data()});
-  void* workspace = nullptr;
-  if (prepared.workspace_bytes > 0) {
-    OG_ASSIGN_OR_RETURN(buffers.emplace_back(), cuda::DeviceBuffer::allocate(prepared.workspace_bytes));
-    workspace = buffers.back().data();
-  }
-  OG_RETURN_IF_ERROR(stream.synchronize());
-  const KernelContext ctx{in, out, workspace, nullptr, stream.handle()};
-  return replay_microseconds(stream, [&] { return prepared.kernel->run(ctx); }, 500);
-}
-
 // Microseconds per device-to-pinned-host copy of `bytes` (what a host-side argmax pays first).
 Result<double> time_download(size_t bytes, const cuda::Stream& stream) {
   OG_ASSIGN_OR_RETURN(cuda::DeviceBuffer device, cuda::DeviceBuffer::allocate(bytes));
@@ -400,7 +375,7 @@ TEST_F(ReducePerfCuda, PrintsGreedyTokenAndSeqlensTimes) {
   for (const PerfCase& c : kArgCases) {
     const std::vector<Tensor> inputs{random_tensor(c.dtype, c.shape, rng_, /*tied=*/false)};
     CudaNode spec = arg_node("ArgMax", -1, 0, 0);
-    Result<double> us = time_kernel(spec.with_inputs(inputs), inputs, *stream_);
+    Result<double> us = time_node(spec.with_inputs(inputs), inputs, *stream_);
     ASSERT_TRUE(us.is_ok()) << c.what << ": " << us.status().message();
     std::printf("  %s: %.2f us/run (CUDA graph replays), %.0f GB/s\n", c.what.c_str(), *us,
                 static_cast<double>(inputs[0].nbytes()) / (*us * 1e3));
@@ -414,7 +389,7 @@ TEST_F(ReducePerfCuda, PrintsGreedyTokenAndSeqlensTimes) {
   const std::vector<Tensor> inputs{mask, int_vector(DType::kI64, {1})};
   CudaNode spec("ReduceSum", "", {true}, 13);
   spec.attr_int("keepdims", 0);
-  Result<double> us = time_kernel(spec.with_inputs(inputs), inputs, *stream_);
+  Result<double> us = time_node(spec.with_inputs(inputs), inputs, *stream_);
   ASSERT_TRUE(us.is_ok()) << us.status().message();
   std::printf("  ReduceSum int64 [1,4096] axes [1] (seqlens_k): %.2f us/run (CUDA graph replays)\n", *us);
 }

@@ -3,6 +3,7 @@
 // sequence axis is one memcpy per (batch, head) row.
 #include "ops/cpu/copy_util.h"
 #include "ops/op.h"
+#include "ops/schema/data_params.h"
 
 namespace onnx_genai {
 namespace {
@@ -12,26 +13,16 @@ class AxisCopyKernel final : public OpKernel {
   explicit AxisCopyKernel(bool concat) : concat_(concat) {}
 
   Status prepare(PrepareContext& ctx) override {
-    // The joined tensor: Concat's output, Split's input.
-    const Shape& whole = concat_ ? ctx.output(0).shape : ctx.input(0).shape;
-    const int axis = normalize_axis(ctx.attrs().get_int("axis", 0), whole.rank());
     OG_ASSIGN_OR_RETURN(const int64_t elem, element_bytes(ctx.input(0).dtype));
-    const int64_t outer = whole.numel(0, axis);
-    const int64_t inner = whole.numel(axis + 1, whole.rank());
-    const int64_t whole_row = whole[axis] * inner;
-    const size_t parts = concat_ ? ctx.inputs.size() : ctx.outputs.size();
+    OG_ASSIGN_OR_RETURN(const std::vector<AxisPiece> pieces, axis_pieces(ctx, concat_));
     pieces_.clear();
-    int64_t offset = 0;
-    for (size_t i = 0; i < parts; ++i) {
-      const Shape& part = concat_ ? ctx.input(static_cast<int>(i)).shape : ctx.output(static_cast<int>(i)).shape;
-      const int64_t part_row = part[axis] * inner;
-      const int64_t dims[] = {outer, part_row};
-      const int64_t part_strides[] = {part_row, 1};
-      const int64_t whole_strides[] = {whole_row, 1};
+    for (const AxisPiece& piece : pieces) {
+      const int64_t dims[] = {piece.outer, piece.part_row};
+      const int64_t part_strides[] = {piece.part_row, 1};
+      const int64_t whole_strides[] = {piece.whole_row, 1};
       OG_ASSIGN_OR_RETURN(StridedCopy copy, StridedCopy::make(dims, concat_ ? part_strides : whole_strides,
                                                               concat_ ? whole_strides : part_strides, elem));
-      pieces_.push_back({std::move(copy), offset * elem});
-      offset += part_row;
+      pieces_.push_back({std::move(copy), piece.column * elem});
     }
     return Status::ok();
   }

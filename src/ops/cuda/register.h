@@ -13,6 +13,10 @@ void register_elementwise_cuda_kernels(OpRegistry& registry);
 void register_gather_cuda_kernels(OpRegistry& registry);
 void register_reduce_cuda_kernels(OpRegistry& registry);
 void register_matmul_cuda_kernels(OpRegistry& registry);
+void register_layout_cuda_kernels(OpRegistry& registry);
+void register_softmax_cuda_kernels(OpRegistry& registry);
+void register_logical_cuda_kernels(OpRegistry& registry);
+void register_mean_cuda_kernels(OpRegistry& registry);
 
 inline void register_all_cuda_kernels(OpRegistry& registry) {
   register_normalization_cuda_kernels(registry);
@@ -22,6 +26,10 @@ inline void register_all_cuda_kernels(OpRegistry& registry) {
   register_gather_cuda_kernels(registry);
   register_reduce_cuda_kernels(registry);
   register_matmul_cuda_kernels(registry);
+  register_layout_cuda_kernels(registry);
+  register_softmax_cuda_kernels(registry);
+  register_logical_cuda_kernels(registry);
+  register_mean_cuda_kernels(registry);
 }
 
 }  // namespace onnx_genai

@@ -3,6 +3,25 @@
 #include "ops/schema/data_params.h"
 
 namespace onnx_genai {
+
+Result<std::vector<AxisPiece>> axis_pieces(const PrepareContext& ctx, bool concat) {
+  const Shape& whole = concat ? ctx.output(0).shape : ctx.input(0).shape;
+  const int axis = normalize_axis(ctx.attrs().get_int("axis", 0), whole.rank());
+  if (axis < 0) return ctx.fail("axis out of range");
+  const int64_t outer = whole.numel(0, axis);
+  const int64_t inner = whole.numel(axis + 1, whole.rank());
+  const int64_t whole_row = whole[axis] * inner;
+  const int parts = static_cast<int>(concat ? ctx.inputs.size() : ctx.outputs.size());
+  std::vector<AxisPiece> pieces;
+  int64_t column = 0;
+  for (int i = 0; i < parts; ++i) {
+    const int64_t part_row = (concat ? ctx.input(i).shape : ctx.output(i).shape)[axis] * inner;
+    pieces.push_back({outer, part_row, whole_row, column});
+    column += part_row;
+  }
+  return pieces;
+}
+
 namespace {
 
 Status infer_concat(InferContext& ctx) {

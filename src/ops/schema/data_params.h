@@ -38,6 +38,14 @@ Result<SliceParams> resolve_slice(const Shape& input, const Attributes& attrs, i
 // Transpose: the perm attribute, or the reversed dims when absent (validated by shape inference).
 std::vector<int64_t> resolve_perm(const Attributes& attrs, int rank);
 
+// Concat (`concat`) or Split as copies of 2-D pieces: part i (Concat's input i, Split's output
+// i) is an [outer, part_row] matrix at column `column` of the joined tensor (Concat's output,
+// Split's input) seen as [outer, whole_row]; element units.
+struct AxisPiece {
+  int64_t outer, part_row, whole_row, column;
+};
+Result<std::vector<AxisPiece>> axis_pieces(const PrepareContext& ctx, bool concat);
+
 // Constant: the node's value as a tensor (value, value_float(s), value_int(s) attributes).
 Result<Tensor> constant_value(const Attributes& attrs);
 
