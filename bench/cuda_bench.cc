@@ -12,7 +12,8 @@
 // same run (bytes read + bytes written), time(M=8) / time(M=1) per kernel (1.0 would mean
 // M=8 costs what M=1 costs) and the warps the new kernel's plan splits K between. Shapes: Llama-3-8B-like projections (4096 / 14336), a 152k-row
 // vocabulary head (K = 896), and Qwen2.5-0.5B's decode projections (q+k+v 896 x 1152, o 896 x
-// 896, gate/up 896 x 4864, down 4864 x 896).
+// 896, gate/up 896 x 4864, down 4864 x 896). Then a decoder MLP's gate and up at M = 1 (Qwen2.5
+// 0.5B and 7B), as two GEMVs and fused with the SwiGLU epilogue.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -127,19 +128,49 @@ std::vector<uint16_t> random_f16(size_t count, std::mt19937& rng, float lo, floa
   return out;
 }
 
-// Microseconds per launch of `args` over the weight copies: one launch per copy, captured once as a
+// Copies of one weight set (codes and f16 scales of N rows) covering 4x the L2, so no launch
+// finds its weights cached.
+struct WeightCopies {
+  std::vector<cuda::DeviceBuffer> codes, scales;
+  size_t set_bytes = 0;
+};
+
+WeightCopies make_weight_copies(const Shape2& s, int64_t l2_bytes, cudaStream_t stream, std::mt19937& rng) {
+  const int64_t blocks = (s.k + s.block - 1) / s.block;
+  const size_t code_bytes = static_cast<size_t>(s.n * blocks * s.block / 2);
+  const size_t scale_bytes = static_cast<size_t>(s.n * blocks) * 2;
+  WeightCopies w;
+  w.set_bytes = code_bytes + scale_bytes;
+  const auto set = static_cast<int64_t>(w.set_bytes);
+  const int copies = static_cast<int>(std::max<int64_t>(2, (4 * l2_bytes + set - 1) / set));
+  std::vector<uint8_t> host_codes(code_bytes);
+  for (auto& b : host_codes) b = static_cast<uint8_t>(rng());
+  const std::vector<uint16_t> host_scales = random_f16(static_cast<size_t>(s.n * blocks), rng, -0.05f, 0.05f);
+  for (int c = 0; c < copies; ++c) {
+    w.codes.push_back(value_or_exit(cuda::DeviceBuffer::allocate(code_bytes)));
+    w.scales.push_back(value_or_exit(cuda::DeviceBuffer::allocate(scale_bytes)));
+    BENCH_CHECK(cuda::copy_to_device(w.codes.back().data(), host_codes.data(), code_bytes, stream));
+    BENCH_CHECK(cuda::copy_to_device(w.scales.back().data(), host_scales.data(), scale_bytes, stream));
+  }
+  return w;
+}
+
+// Microseconds per launch group of `args` over the weight copies: per copy, `parts` launches on
+// consecutive slices of args.n rows (separate projections in one buffer), captured once as a
 // CUDA graph and replayed (no launch gaps in the timing, and a check that the kernel is
 // capture-safe). A failed launch ends the capture and comes back as the error.
-Result<double> time_launches(cuda::MatMulNBits4Args args, const std::vector<cuda::DeviceBuffer>& codes,
-                             const std::vector<cuda::DeviceBuffer>& scales, cudaStream_t stream) {
+Result<double> time_launches(cuda::MatMulNBits4Args args, const WeightCopies& w, cudaStream_t stream, int parts = 1) {
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
   OG_RETURN_IF_ERROR(check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture"));
   Status launched = Status::ok();
-  for (size_t c = 0; c < codes.size() && launched.is_ok(); ++c) {
-    args.b = static_cast<const uint8_t*>(codes[c].data());
-    args.scales = scales[c].data();
-    launched = cuda::launch_matmul_nbits4(args, stream);
+  const int64_t slice_codes = args.n * args.blocks * args.block_size / 2, slice_scales = args.n * args.blocks * 2;
+  for (size_t c = 0; c < w.codes.size() && launched.is_ok(); ++c) {
+    for (int part = 0; part < parts && launched.is_ok(); ++part) {
+      args.b = static_cast<const uint8_t*>(w.codes[c].data()) + part * slice_codes;
+      args.scales = static_cast<const char*>(w.scales[c].data()) + part * slice_scales;
+      launched = cuda::launch_matmul_nbits4(args, stream);
+    }
   }
   const Status captured = check(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture");
   if (!launched.is_ok() || !captured.is_ok()) {
@@ -151,7 +182,7 @@ Result<double> time_launches(cuda::MatMulNBits4Args args, const std::vector<cuda
   const double ms = median_ms(stream, [&] { BENCH_CHECK(check(cudaGraphLaunch(exec, stream), "cudaGraphLaunch")); });
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
-  return ms * 1e3 / static_cast<double>(codes.size());
+  return ms * 1e3 / static_cast<double>(w.codes.size());
 }
 
 // max |y - reference| / max |reference| over two f16 device outputs of `count` values.
@@ -174,21 +205,8 @@ double relative_difference(const cuda::DeviceBuffer& y, const cuda::DeviceBuffer
 // kernel's output is checked against the old one's on the same inputs.
 void bench_shape(const Shape2& s, int64_t l2_bytes, cudaStream_t stream, std::mt19937& rng, std::vector<Row>& rows) {
   const int64_t blocks = (s.k + s.block - 1) / s.block;
-  const size_t code_bytes = static_cast<size_t>(s.n * blocks * s.block / 2);
-  const size_t scale_bytes = static_cast<size_t>(s.n * blocks) * 2;
-  const size_t set_bytes = code_bytes + scale_bytes;
-  // Enough copies to cover 4x the L2, so no launch finds its weights cached.
-  const int copies = static_cast<int>(std::max<int64_t>(2, (4 * l2_bytes + static_cast<int64_t>(set_bytes) - 1) / static_cast<int64_t>(set_bytes)));
-  std::vector<uint8_t> host_codes(code_bytes);
-  for (auto& b : host_codes) b = static_cast<uint8_t>(rng());
-  const std::vector<uint16_t> host_scales = random_f16(static_cast<size_t>(s.n * blocks), rng, -0.05f, 0.05f);
-  std::vector<cuda::DeviceBuffer> codes, scales;
-  for (int c = 0; c < copies; ++c) {
-    codes.push_back(value_or_exit(cuda::DeviceBuffer::allocate(code_bytes)));
-    scales.push_back(value_or_exit(cuda::DeviceBuffer::allocate(scale_bytes)));
-    BENCH_CHECK(cuda::copy_to_device(codes.back().data(), host_codes.data(), code_bytes, stream));
-    BENCH_CHECK(cuda::copy_to_device(scales.back().data(), host_scales.data(), scale_bytes, stream));
-  }
+  const WeightCopies weights = make_weight_copies(s, l2_bytes, stream, rng);
+  const size_t set_bytes = weights.set_bytes;
   for (int64_t m : {int64_t{1}, int64_t{8}}) {
     const std::vector<uint16_t> host_a = random_f16(static_cast<size_t>(m * s.k), rng, -1.0f, 1.0f);
     const size_t outputs = static_cast<size_t>(m * s.n);
@@ -204,7 +222,7 @@ void bench_shape(const Shape2& s, int64_t l2_bytes, cudaStream_t stream, std::mt
       const Status planned = cuda::plan_matmul_nbits4(args, choice.kernel);
       args.a = a.data();
       args.y = y.back().data();
-      const Result<double> us = planned.is_ok() ? time_launches(args, codes, scales, stream) : Result<double>(planned);
+      const Result<double> us = planned.is_ok() ? time_launches(args, weights, stream) : Result<double>(planned);
       if (us.is_ok()) {
         row.us = *us;
         row.block_k_splits = args.block_k_splits;
@@ -220,6 +238,64 @@ void bench_shape(const Shape2& s, int64_t l2_bytes, cudaStream_t stream, std::mt
   BENCH_CHECK(check(cudaStreamSynchronize(stream), "cudaStreamSynchronize"));
 }
 
+// A decoder MLP's gate and up projections at M = 1, their 2N rows in one buffer (gate's then up's
+// for the separate launches; interleaved for the fused one: the same bytes either way): the two
+// GEMVs of the unfused graph (without its three elementwise kernels) against one launch with the
+// SwiGLU epilogue (onnx_genai MatMulNBitsSwiGLU).
+struct SwiGLURow {
+  Shape2 shape;  // n: the output width
+  const char* variant;
+  double us;
+  double weight_bytes;
+  std::string error;
+};
+
+void bench_gate_up(const Shape2& s, int64_t l2_bytes, cudaStream_t stream, std::mt19937& rng,
+                   std::vector<SwiGLURow>& rows) {
+  const WeightCopies weights = make_weight_copies(Shape2{s.k, 2 * s.n, s.block}, l2_bytes, stream, rng);
+  const std::vector<uint16_t> host_a = random_f16(static_cast<size_t>(s.k), rng, -1.0f, 1.0f);
+  cuda::DeviceBuffer a = value_or_exit(cuda::DeviceBuffer::allocate(host_a.size() * 2));
+  cuda::DeviceBuffer y = value_or_exit(cuda::DeviceBuffer::allocate(static_cast<size_t>(2 * s.n) * 2));
+  BENCH_CHECK(cuda::copy_to_device(a.data(), host_a.data(), host_a.size() * 2, stream));
+  for (const bool fused : {false, true}) {
+    cuda::MatMulNBits4Args args;
+    args.dtype = DType::kF16;
+    args.m = 1, args.n = fused ? 2 * s.n : s.n, args.k = s.k, args.block_size = s.block;
+    args.blocks = (s.k + s.block - 1) / s.block;
+    if (fused) args.epilogue = cuda::MatMulNBits4Epilogue::kSwiGLU;
+    SwiGLURow row{s, fused ? "fused SwiGLU" : "two GEMVs", NAN, static_cast<double>(weights.set_bytes), ""};
+    const Status planned = cuda::plan_matmul_nbits4(args);
+    args.a = a.data();
+    args.y = y.data();
+    const Result<double> us = planned.is_ok() ? time_launches(args, weights, stream, fused ? 1 : 2) : Result<double>(planned);
+    if (us.is_ok()) {
+      row.us = *us;
+    } else {
+      row.error = us.status().message();
+      std::fprintf(stderr, "cuda_bench: gate/up K=%lld N=%lld %s: %s\n", static_cast<long long>(s.k),
+                   static_cast<long long>(s.n), row.variant, row.error.c_str());
+    }
+    rows.push_back(row);
+  }
+  BENCH_CHECK(check(cudaStreamSynchronize(stream), "cudaStreamSynchronize"));
+}
+
+void report_gate_up(const std::vector<SwiGLURow>& rows, std::ofstream& json) {
+  std::printf("\ngate + up + SwiGLU at M = 1, f16 (N: the output width; weights 2N x K):\n\n");
+  std::printf("| K | N | block | variant | time (us) | weights GB/s |\n|---|---|---|---|---|---|\n");
+  json << "  \"gate_up_swiglu\": [\n";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const SwiGLURow& r = rows[i];
+    const double gbs = r.weight_bytes / (r.us * 1e-6) / 1e9;
+    std::printf("| %lld | %lld | %lld | %s | %.2f | %.0f |\n", static_cast<long long>(r.shape.k),
+                static_cast<long long>(r.shape.n), static_cast<long long>(r.shape.block), r.variant, r.us, gbs);
+    json << "    {\"k\": " << r.shape.k << ", \"n\": " << r.shape.n << ", \"block\": " << r.shape.block
+         << ", \"variant\": \"" << r.variant << "\", \"us\": " << json_number(r.us) << ", \"weights_gbs\": "
+         << json_number(gbs) << ", \"error\": \"" << r.error << "\"}" << (i + 1 < rows.size() ? ",\n" : "\n");
+  }
+  json << "  ]\n";
+}
+
 int run(int argc, char** argv) {
   const std::string json_path = argc > 1 ? argv[1] : "cuda_bench.json";
   const cuda::DeviceInfo device = value_or_exit(cuda::usable_device(0));
@@ -233,6 +309,10 @@ int run(int argc, char** argv) {
   }
   for (const Shape2 qwen : {Shape2{896, 1152, 32}, Shape2{896, 896, 32}, Shape2{896, 4864, 32}, Shape2{4864, 896, 32}}) {
     bench_shape(qwen, device.l2_bytes, stream, rng, rows);
+  }
+  std::vector<SwiGLURow> gate_up_rows;
+  for (const Shape2 mlp : {Shape2{896, 4864, 32}, Shape2{3584, 18944, 32}}) {
+    bench_gate_up(mlp, device.l2_bytes, stream, rng, gate_up_rows);
   }
   cudaStreamDestroy(stream);
 
@@ -269,7 +349,9 @@ int run(int argc, char** argv) {
   for (const Row& r : rows) worst = std::isnan(r.difference) ? worst : std::max(worst, r.difference);
   std::printf("\nnew vs old outputs: worst max|new - old| / max|old| = %.3g%s\n", worst,
               worst > 1e-2 ? "  <-- MISMATCH" : "");
-  json << "  ]\n}\n";
+  json << "  ],\n";
+  report_gate_up(gate_up_rows, json);
+  json << "}\n";
   return json ? 0 : 1;
 }
 

@@ -20,6 +20,7 @@ class OpRegistry;
   X(slice)                \
   X(generator)            \
   X(quantized_matmul)     \
+  X(fused_matmul)         \
   X(attention)            \
   X(rotary)               \
   X(activation)

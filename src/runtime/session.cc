@@ -8,6 +8,7 @@
 #include "core/thread_pool.h"
 #include "onnx/model.h"
 #include "runtime/execution_device.h"
+#include "runtime/fusion_passes.h"
 #include "runtime/graph_passes.h"
 #include "runtime/plan.h"
 
@@ -208,6 +209,11 @@ Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<Model> model, c
   auto folded = fold_constants(graph, impl->pool.get());
   if (!folded.is_ok()) return folded.status().with_context(where);
   graph.eliminate_dead_nodes();
+  // Only where a device runs its own kernels: CPU sessions keep the model's graph (fusion_passes.h).
+  if (impl->device && impl->device->kernel_device() != DeviceType::kCpu) {
+    auto fused = fuse_for_device(graph, impl->device->kernel_device());
+    if (!fused.is_ok()) return fused.status().with_context(where);
+  }
   impl->stats.nodes_folded = *folded;
   impl->stats.initializer_bytes_mapped = model->stats.initializer_bytes_mapped;
   impl->stats.initializer_bytes_copied = model->stats.initializer_bytes_copied;

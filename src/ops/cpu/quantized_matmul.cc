@@ -15,6 +15,7 @@
 
 #include "core/cpu_features.h"
 #include "core/thread_pool.h"
+#include "ops/cpu/quantized_matmul.h"
 #include "ops/cpu/avx2/qgemm_kernels.h"
 #include "ops/cpu/dispatch.h"
 #include "ops/op.h"
@@ -279,11 +280,13 @@ class MatMulNBitsKernel final : public OpKernel {
 
 }  // namespace
 
+std::unique_ptr<OpKernel> make_matmul_nbits_cpu_kernel() { return std::make_unique<MatMulNBitsKernel>(); }
+
 void register_quantized_matmul_cpu_kernels(OpRegistry& registry) {
   registry.add_kernel(KernelDef{.domain = "com.microsoft", .op_type = "MatMulNBits", .device = DeviceType::kCpu,
                                 .dtypes = {DType::kF32, DType::kF16, DType::kBF16}, .type_input = 0,
                                 .since_version = 1,
-                                .create = [](const Node&) { return std::make_unique<MatMulNBitsKernel>(); }});
+                                .create = [](const Node&) { return make_matmul_nbits_cpu_kernel(); }});
 }
 
 }  // namespace onnx_genai

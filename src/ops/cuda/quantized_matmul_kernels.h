@@ -13,6 +13,12 @@ namespace onnx_genai::cuda {
 // allows it, else the CUDA-core one; kCudaCore forces the latter (the benchmark's baseline).
 enum class MatMulNBits4Kernel { kAuto, kCudaCore };
 
+// What becomes of the n computed columns. kNone: y is [m, n]. kSwiGLU (onnx_genai
+// MatMulNBitsSwiGLU, ops/schema/fused_matmul.h): the columns are gate and up interleaved, y is
+// [m, n / 2] and y[r][i] = silu(column 2i) * column 2i + 1, each column (+ bias) rounded to
+// `dtype` first as the CPU reference rounds it, the product in f32 rounded once.
+enum class MatMulNBits4Epilogue { kNone, kSwiGLU };
+
 // y [m, n] = a [m, k] x dequantise(b)^T (+ bias), all device pointers; a, scales, zp_float,
 // bias and y have `dtype`. Zero points: zp_packed (4-bit, [n, ceil(blocks / 2)] bytes), or
 // zp_float ([n * blocks]), or neither (8).
@@ -30,6 +36,7 @@ struct MatMulNBits4Args {
 
   // Which zero points will be given (set before planning: they pick the kernel variant).
   bool packed_zero_points = false, float_zero_points = false;
+  MatMulNBits4Epilogue epilogue = MatMulNBits4Epilogue::kNone;  // kSwiGLU needs an even n
 
   // Set by plan_matmul_nbits4 from the shapes and the device (never from data).
   bool tensor_core = false;  // the small-M tensor-core kernel (else the CUDA-core one)
@@ -42,5 +49,10 @@ Status plan_matmul_nbits4(MatMulNBits4Args& args, MatMulNBits4Kernel kernel = Ma
 
 // Queues the planned kernel on `stream` (a cudaStream_t); no allocation, no synchronisation.
 Status launch_matmul_nbits4(const MatMulNBits4Args& args, void* stream);
+
+// The SwiGLU epilogue on its own, after a product without it (many rows: a dense GEMM):
+// y [m, n] = silu(columns[:, 2i]) * columns[:, 2i + 1], columns [m, 2n] (gate and up interleaved,
+// already rounded to `dtype`), f32 math rounded once. Queued on `stream`.
+Status launch_swiglu_pairs(DType dtype, int64_t m, int64_t n, const void* columns, void* y, void* stream);
 
 }  // namespace onnx_genai::cuda

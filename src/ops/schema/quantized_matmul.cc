@@ -75,13 +75,17 @@ Result<MatMulNBitsParams> MatMulNBitsParams::make(const Node& node, const std::v
   return p;
 }
 
+void set_matmul_nbits_output(InferContext& ctx, int64_t n) {
+  std::vector<int64_t> out = ctx.shape(0).dims();
+  out.back() = n;
+  ctx.set_output(0, ctx.input(0).dtype, Shape(std::move(out)));
+}
+
 namespace {
 
 Status infer_matmul_nbits(InferContext& ctx) {
   OG_ASSIGN_OR_RETURN(MatMulNBitsParams p, MatMulNBitsParams::make(ctx.node, ctx.inputs));
-  std::vector<int64_t> out = ctx.shape(0).dims();
-  out.back() = p.n;
-  ctx.set_output(0, ctx.input(0).dtype, Shape(std::move(out)));
+  set_matmul_nbits_output(ctx, p.n);
   return Status::ok();
 }
 

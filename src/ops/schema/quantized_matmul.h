@@ -41,4 +41,7 @@ struct MatMulNBitsParams {
   static Result<MatMulNBitsParams> make(const Node& node, const std::vector<const TensorInfo*>& inputs);
 };
 
+// Y: A's shape with its last dim `n`, in A's dtype (MatMulNBits and the ops built on it).
+void set_matmul_nbits_output(InferContext& ctx, int64_t n);
+
 }  // namespace onnx_genai

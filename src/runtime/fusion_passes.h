@@ -1,0 +1,36 @@
+// Load-time fusions that cut the kernels a decoder layer launches on an accelerator, where a
+// decode step is a chain of few-microsecond kernels and every launch saved counts.
+//
+// When they run: only in sessions whose device runs its own kernels (ExecutionDevice::
+// kernel_device() is not the CPU), and each pattern only where that device has a kernel for the
+// fused node. CPU sessions, and stand-in devices that run the CPU kernels, keep the graph as the
+// model wrote it, so their numbers never change: a fused node rounds fewer times than the nodes
+// it replaces.
+//
+// The passes themselves take the device whose kernels decide, so tests run them for the CPU
+// (which has every fused kernel as the reference) on a graph without a GPU.
+#pragma once
+
+#include "graph/graph.h"
+#include "onnx_genai/device.h"
+#include "onnx_genai/status.h"
+
+namespace onnx_genai {
+
+// MatMulNBits (no bias) -> Add(constant [N]) (either operand order), the product read by nothing
+// else: the constant becomes the MatMulNBits bias (input 5) and the Add goes. Returns the number
+// of Adds removed.
+int fuse_matmul_nbits_bias(Graph& graph, DeviceType kernels);
+
+// g = MatMulNBits(A, Wg), u = MatMulNBits(A, Wu) with equal attributes (4-bit), constant
+// weights and the same zero-point form, and Y = Mul(Mul(g, Sigmoid(g)), u) (any operand order),
+// the intermediates read by nothing else: one onnx_genai MatMulNBitsSwiGLU node
+// (ops/schema/fused_matmul.h) whose weights are new initializers interleaving Wg's and Wu's rows.
+// Returns the number of MLPs fused; an error only when the new weights cannot be allocated.
+Result<int> fuse_matmul_nbits_swiglu(Graph& graph, DeviceType kernels);
+
+// Both (bias first: a projection's bias is part of the SwiGLU fusion), then removes the nodes
+// they replaced. Returns the number of patterns fused.
+Result<int> fuse_for_device(Graph& graph, DeviceType kernels);
+
+}  // namespace onnx_genai
