@@ -4,16 +4,20 @@
 //   cuda_bench [json_path]     (default cuda_bench.json; a markdown table goes to stdout)
 //
 // For each (K, N, block) at M = 1 and M = 8, f16 activations and scales, no zero points, and each
-// kernel (old: the CUDA-core kernel, forced; new: what the plan picks, the tensor-core kernel for
-// M <= 16): time with CUDA events over replays of a CUDA graph of launches (warm-up first, median
-// of kReps replays), each launch reading a different copy of the weights so that the set of
-// copies is several times the L2 and every launch streams from DRAM. Reports the weight bytes
-// (codes + scales) read per second, that as a fraction of a device-to-device copy measured in the
-// same run (bytes read + bytes written), time(M=8) / time(M=1) per kernel (1.0 would mean
-// M=8 costs what M=1 costs) and the warps the new kernel's plan splits K between. Shapes: Llama-3-8B-like projections (4096 / 14336), a 152k-row
-// vocabulary head (K = 896), and Qwen2.5-0.5B's decode projections (q+k+v 896 x 1152, o 896 x
-// 896, gate/up 896 x 4864, down 4864 x 896). Then a decoder MLP's gate and up at M = 1 (Qwen2.5
-// 0.5B and 7B), as two GEMVs and fused with the SwiGLU epilogue.
+// variant (kVariants: the CUDA-core kernel; the tensor-core kernel as the planner picks it, with
+// its standard ring and with its deep one, each at the planner's and at every forced split of
+// K): time with
+// CUDA events over replays of a CUDA graph of launches (warm-up first, median of kReps replays),
+// each launch reading a different copy of the weights so that the set of copies is several
+// times the L2 and every launch streams from DRAM. Reports the weight bytes (codes + scales)
+// read per second as a fraction of a device-to-device copy measured in the same run (bytes read
+// + bytes written): on stdout one line per (shape, M) with the planned variants and the best of
+// all, and time(M=8) / time(M=1); every variant in the JSON. Outputs are checked against the
+// CUDA-core kernel's. Shapes: Llama-3-8B-like projections (4096 / 14336), Qwen2.5-7B's (q+k+v
+// 3584 x 4608, o 3584 x 3584, down 18944 x 3584), a 152k-row vocabulary head (K = 896), and
+// Qwen2.5-0.5B's decode projections (q+k+v 896 x 1152, o 896 x 896, gate/up 896 x 4864, down
+// 4864 x 896). Then a decoder MLP's gate and up (Qwen2.5 0.5B and 7B) at M = 1 and 8, as two
+// GEMVs and fused with the SwiGLU epilogue, the fused one in every variant.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -95,23 +99,38 @@ struct Shape2 {
   int64_t k, n, block;
 };
 
+// A kernel choice the plan is given, named for the tables.
+struct Variant {
+  const char* name;
+  cuda::MatMulNBits4Choice choice;
+};
+using K4 = cuda::MatMulNBits4Kernel;
+constexpr Variant kVariants[] = {
+    {"cuda-core", {K4::kCudaCore, 0}},
+    {"tc", {K4::kTensorCore, 0}},  // before the others: the gate/up group's reference
+    {"planned", {K4::kAuto, 0}},
+    {"deep", {K4::kTensorCoreDeep, 0}},
+    {"tc/ks1", {K4::kTensorCore, 1}},
+    {"tc/ks2", {K4::kTensorCore, 2}},
+    {"tc/ks4", {K4::kTensorCore, 4}},
+    {"tc/ks8", {K4::kTensorCore, 8}},
+    {"deep/ks1", {K4::kTensorCoreDeep, 1}},
+    {"deep/ks2", {K4::kTensorCoreDeep, 2}},
+    {"deep/ks4", {K4::kTensorCoreDeep, 4}},
+    {"deep/ks8", {K4::kTensorCoreDeep, 8}}};
+
 struct Row {
+  const char* group;  // "gemv", or "gate_up" (n: the output width; "two GEMVs" is the unfused pair)
   Shape2 shape;
   int64_t m;
-  const char* kernel;  // "old" / "new"
-  double us;           // NaN when the kernel failed
+  const char* variant;
+  double us;  // NaN when the kernel failed
   double weight_bytes;
-  int block_k_splits;   // the new kernel's split of K between warps (1 for the old one)
-  double difference;   // new vs old output: max |new - old| / max |old|; NaN for old
+  bool tensor_core, deep_ring;  // what the plan ran
+  int block_k_splits;
+  double difference;  // against the group's reference output: max |y - ref| / max |ref|; NaN for it
   std::string error;
 };
-
-struct KernelChoice {
-  const char* name;
-  cuda::MatMulNBits4Kernel kernel;
-};
-constexpr KernelChoice kKernels[] = {{"old", cuda::MatMulNBits4Kernel::kCudaCore},
-                                     {"new", cuda::MatMulNBits4Kernel::kAuto}};
 
 // JSON has no NaN: a failed measurement is null.
 std::string json_number(double v) {
@@ -201,99 +220,158 @@ double relative_difference(const cuda::DeviceBuffer& y, const cuda::DeviceBuffer
   return scale > 0 ? diff / scale : diff;
 }
 
-// Times M = 1 and M = 8 with each kernel for one weight shape; appends four rows. The new
-// kernel's output is checked against the old one's on the same inputs.
+// Plans `args` (shapes set) for `choice`, times it over the weight copies into `y` and returns
+// the row (its output compared against `reference` where one is given).
+Row measure(const char* group, const Shape2& s, cuda::MatMulNBits4Args args, const char* name,
+            cuda::MatMulNBits4Choice choice, const WeightCopies& weights, const cuda::DeviceBuffer& y,
+            const cuda::DeviceBuffer* reference, size_t outputs, cudaStream_t stream, int parts = 1) {
+  Row row{group, s, args.m, name, NAN, static_cast<double>(weights.set_bytes), false, false, 1, NAN, ""};
+  const Status planned = cuda::plan_matmul_nbits4(args, choice);
+  args.y = y.data();
+  const Result<double> us = planned.is_ok() ? time_launches(args, weights, stream, parts) : Result<double>(planned);
+  if (us.is_ok()) {
+    row.us = *us;
+    row.tensor_core = args.tensor_core, row.deep_ring = args.deep_ring;
+    row.block_k_splits = args.block_k_splits;
+    if (reference != nullptr) row.difference = relative_difference(y, *reference, outputs, stream);
+  } else {
+    row.error = us.status().message();
+    std::fprintf(stderr, "cuda_bench: %s K=%lld N=%lld M=%lld %s: %s\n", group, static_cast<long long>(s.k),
+                 static_cast<long long>(s.n), static_cast<long long>(args.m), name, row.error.c_str());
+  }
+  return row;
+}
+
+cuda::DeviceBuffer random_activations(int64_t m, int64_t k, cudaStream_t stream, std::mt19937& rng) {
+  const std::vector<uint16_t> host = random_f16(static_cast<size_t>(m * k), rng, -1.0f, 1.0f);
+  cuda::DeviceBuffer a = value_or_exit(cuda::DeviceBuffer::allocate(host.size() * 2));
+  BENCH_CHECK(cuda::copy_to_device(a.data(), host.data(), host.size() * 2, stream));
+  return a;
+}
+
+cuda::MatMulNBits4Args f16_args(int64_t m, int64_t n, const Shape2& s, const cuda::DeviceBuffer& a) {
+  cuda::MatMulNBits4Args args;
+  args.dtype = DType::kF16;
+  args.m = m, args.n = n, args.k = s.k, args.block_size = s.block, args.blocks = (s.k + s.block - 1) / s.block;
+  args.a = a.data();
+  return args;
+}
+
+// Times M = 1 and M = 8 with every variant for one weight shape, against the CUDA-core output.
 void bench_shape(const Shape2& s, int64_t l2_bytes, cudaStream_t stream, std::mt19937& rng, std::vector<Row>& rows) {
-  const int64_t blocks = (s.k + s.block - 1) / s.block;
   const WeightCopies weights = make_weight_copies(s, l2_bytes, stream, rng);
-  const size_t set_bytes = weights.set_bytes;
   for (int64_t m : {int64_t{1}, int64_t{8}}) {
-    const std::vector<uint16_t> host_a = random_f16(static_cast<size_t>(m * s.k), rng, -1.0f, 1.0f);
+    const cuda::DeviceBuffer a = random_activations(m, s.k, stream, rng);
     const size_t outputs = static_cast<size_t>(m * s.n);
-    cuda::DeviceBuffer a = value_or_exit(cuda::DeviceBuffer::allocate(host_a.size() * 2));
-    BENCH_CHECK(cuda::copy_to_device(a.data(), host_a.data(), host_a.size() * 2, stream));
-    std::vector<cuda::DeviceBuffer> y;
-    for (const KernelChoice& choice : kKernels) {
-      y.push_back(value_or_exit(cuda::DeviceBuffer::allocate(outputs * 2)));
-      cuda::MatMulNBits4Args args;
-      args.dtype = DType::kF16;
-      args.m = m, args.n = s.n, args.k = s.k, args.block_size = s.block, args.blocks = blocks;
-      Row row{s, m, choice.name, NAN, static_cast<double>(set_bytes), 1, NAN, ""};
-      const Status planned = cuda::plan_matmul_nbits4(args, choice.kernel);
-      args.a = a.data();
-      args.y = y.back().data();
-      const Result<double> us = planned.is_ok() ? time_launches(args, weights, stream) : Result<double>(planned);
-      if (us.is_ok()) {
-        row.us = *us;
-        row.block_k_splits = args.block_k_splits;
-        if (y.size() > 1) row.difference = relative_difference(y.back(), y.front(), outputs, stream);
-      } else {
-        row.error = us.status().message();
-        std::fprintf(stderr, "cuda_bench: K=%lld N=%lld M=%lld %s: %s\n", static_cast<long long>(s.k),
-                     static_cast<long long>(s.n), static_cast<long long>(m), choice.name, row.error.c_str());
-      }
-      rows.push_back(row);
+    const cuda::DeviceBuffer reference = value_or_exit(cuda::DeviceBuffer::allocate(outputs * 2));
+    const cuda::DeviceBuffer y = value_or_exit(cuda::DeviceBuffer::allocate(outputs * 2));
+    for (const Variant& v : kVariants) {
+      const bool first = &v == &kVariants[0];
+      rows.push_back(measure("gemv", s, f16_args(m, s.n, s, a), v.name, v.choice, weights, first ? reference : y,
+                             first ? nullptr : &reference, outputs, stream));
     }
   }
   BENCH_CHECK(check(cudaStreamSynchronize(stream), "cudaStreamSynchronize"));
 }
 
-// A decoder MLP's gate and up projections at M = 1, their 2N rows in one buffer (gate's then up's
-// for the separate launches; interleaved for the fused one: the same bytes either way): the two
-// GEMVs of the unfused graph (without its three elementwise kernels) against one launch with the
-// SwiGLU epilogue (onnx_genai MatMulNBitsSwiGLU).
-struct SwiGLURow {
-  Shape2 shape;  // n: the output width
-  const char* variant;
-  double us;
-  double weight_bytes;
-  std::string error;
-};
-
-void bench_gate_up(const Shape2& s, int64_t l2_bytes, cudaStream_t stream, std::mt19937& rng,
-                   std::vector<SwiGLURow>& rows) {
+// A decoder MLP's gate and up projections at M = 1 and 8, their 2N rows in one buffer (gate's
+// then up's for the separate launches; interleaved for the fused one: the same bytes either
+// way): the two GEMVs of the unfused graph (without its three elementwise kernels), planned,
+// against one launch with the SwiGLU epilogue (onnx_genai MatMulNBitsSwiGLU) in every
+// tensor-core variant, each checked against the fused standard-ring kernel's output.
+void bench_gate_up(const Shape2& s, int64_t l2_bytes, cudaStream_t stream, std::mt19937& rng, std::vector<Row>& rows) {
   const WeightCopies weights = make_weight_copies(Shape2{s.k, 2 * s.n, s.block}, l2_bytes, stream, rng);
-  const std::vector<uint16_t> host_a = random_f16(static_cast<size_t>(s.k), rng, -1.0f, 1.0f);
-  cuda::DeviceBuffer a = value_or_exit(cuda::DeviceBuffer::allocate(host_a.size() * 2));
-  cuda::DeviceBuffer y = value_or_exit(cuda::DeviceBuffer::allocate(static_cast<size_t>(2 * s.n) * 2));
-  BENCH_CHECK(cuda::copy_to_device(a.data(), host_a.data(), host_a.size() * 2, stream));
-  for (const bool fused : {false, true}) {
-    cuda::MatMulNBits4Args args;
-    args.dtype = DType::kF16;
-    args.m = 1, args.n = fused ? 2 * s.n : s.n, args.k = s.k, args.block_size = s.block;
-    args.blocks = (s.k + s.block - 1) / s.block;
-    if (fused) args.epilogue = cuda::MatMulNBits4Epilogue::kSwiGLU;
-    SwiGLURow row{s, fused ? "fused SwiGLU" : "two GEMVs", NAN, static_cast<double>(weights.set_bytes), ""};
-    const Status planned = cuda::plan_matmul_nbits4(args);
-    args.a = a.data();
-    args.y = y.data();
-    const Result<double> us = planned.is_ok() ? time_launches(args, weights, stream, fused ? 1 : 2) : Result<double>(planned);
-    if (us.is_ok()) {
-      row.us = *us;
-    } else {
-      row.error = us.status().message();
-      std::fprintf(stderr, "cuda_bench: gate/up K=%lld N=%lld %s: %s\n", static_cast<long long>(s.k),
-                   static_cast<long long>(s.n), row.variant, row.error.c_str());
+  for (int64_t m : {int64_t{1}, int64_t{8}}) {
+    const cuda::DeviceBuffer a = random_activations(m, s.k, stream, rng);
+    const size_t outputs = static_cast<size_t>(m * s.n);
+    const cuda::DeviceBuffer unfused = value_or_exit(cuda::DeviceBuffer::allocate(2 * outputs * 2));
+    const cuda::DeviceBuffer reference = value_or_exit(cuda::DeviceBuffer::allocate(outputs * 2));
+    const cuda::DeviceBuffer y = value_or_exit(cuda::DeviceBuffer::allocate(outputs * 2));
+    rows.push_back(measure("gate_up", s, f16_args(m, s.n, s, a), "two GEMVs", {}, weights, unfused, nullptr, 0,
+                           stream, 2));
+    cuda::MatMulNBits4Args fused = f16_args(m, 2 * s.n, s, a);
+    fused.epilogue = cuda::MatMulNBits4Epilogue::kSwiGLU;
+    for (const Variant& v : kVariants) {
+      if (v.choice.kernel == K4::kCudaCore) continue;
+      const bool first = v.choice.kernel == K4::kTensorCore && v.choice.block_k_splits == 0;
+      rows.push_back(measure("gate_up", s, fused, v.name, v.choice, weights, first ? reference : y,
+                             first ? nullptr : &reference, outputs, stream));
     }
-    rows.push_back(row);
   }
   BENCH_CHECK(check(cudaStreamSynchronize(stream), "cudaStreamSynchronize"));
 }
 
-void report_gate_up(const std::vector<SwiGLURow>& rows, std::ofstream& json) {
-  std::printf("\ngate + up + SwiGLU at M = 1, f16 (N: the output width; weights 2N x K):\n\n");
-  std::printf("| K | N | block | variant | time (us) | weights GB/s |\n|---|---|---|---|---|---|\n");
-  json << "  \"gate_up_swiglu\": [\n";
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const SwiGLURow& r = rows[i];
-    const double gbs = r.weight_bytes / (r.us * 1e-6) / 1e9;
-    std::printf("| %lld | %lld | %lld | %s | %.2f | %.0f |\n", static_cast<long long>(r.shape.k),
-                static_cast<long long>(r.shape.n), static_cast<long long>(r.shape.block), r.variant, r.us, gbs);
-    json << "    {\"k\": " << r.shape.k << ", \"n\": " << r.shape.n << ", \"block\": " << r.shape.block
-         << ", \"variant\": \"" << r.variant << "\", \"us\": " << json_number(r.us) << ", \"weights_gbs\": "
-         << json_number(gbs) << ", \"error\": \"" << r.error << "\"}" << (i + 1 < rows.size() ? ",\n" : "\n");
+double fraction_of_copy(const Row& r, double copy_bw) { return r.weight_bytes / (r.us * 1e-6) / copy_bw; }
+
+bool same_case(const Row& a, const Row& b) {
+  return std::string(a.group) == b.group && a.shape.k == b.shape.k && a.shape.n == b.shape.n &&
+         a.shape.block == b.shape.block && a.m == b.m;
+}
+
+// The row of `variant` in the case of `r` at M = `m` (nullptr if none ran).
+const Row* find_row(const std::vector<Row>& rows, const Row& r, int64_t m, const std::string& variant) {
+  for (const Row& o : rows) {
+    if (o.m == m && variant == o.variant && !std::isnan(o.us) && std::string(o.group) == r.group &&
+        o.shape.k == r.shape.k && o.shape.n == r.shape.n && o.shape.block == r.shape.block) {
+      return &o;
+    }
   }
-  json << "  ]\n";
+  return nullptr;
+}
+
+// "time (fraction of copy, K splits)" of a variant, or "-".
+std::string cell(const std::vector<Row>& rows, const Row& r, const char* variant, double copy_bw) {
+  const Row* o = find_row(rows, r, r.m, variant);
+  if (o == nullptr) return "-";
+  char text[64];
+  std::snprintf(text, sizeof text, "%.2f (%.2f, ks%d)", o->us, fraction_of_copy(*o, copy_bw), o->block_k_splits);
+  return text;
+}
+
+// One line per (group, shape, M): the planned variants, the fastest of all and, at M = 8, its
+// time over the M = 1 one of the same variant.
+void print_summary(const std::vector<Row>& rows, double copy_bw) {
+  std::printf("| what | K | N | block | M | cuda-core / two GEMVs | planned | tc | deep | best | best time "
+              "(of copy) | best M=8/M=1 |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Row& r = rows[i];
+    if (i > 0 && same_case(rows[i - 1], r)) continue;
+    const Row* best = nullptr;
+    for (size_t j = i; j < rows.size() && same_case(rows[j], r); ++j) {
+      const bool fused_or_single = std::string(rows[j].variant) != "two GEMVs";
+      if (!std::isnan(rows[j].us) && fused_or_single && (best == nullptr || rows[j].us < best->us)) best = &rows[j];
+    }
+    const bool gate_up = std::string(r.group) == "gate_up";
+    std::string ratio;
+    if (best != nullptr && r.m == 8) {
+      if (const Row* one = find_row(rows, r, 1, best->variant)) ratio = std::to_string(best->us / one->us).substr(0, 4);
+    }
+    std::printf("| %s | %lld | %lld | %lld | %lld | %s | %s | %s | %s | %s | %s | %s |\n", r.group,
+                static_cast<long long>(r.shape.k), static_cast<long long>(r.shape.n),
+                static_cast<long long>(r.shape.block), static_cast<long long>(r.m),
+                cell(rows, r, gate_up ? "two GEMVs" : "cuda-core", copy_bw).c_str(),
+                cell(rows, r, "planned", copy_bw).c_str(), cell(rows, r, "tc", copy_bw).c_str(),
+                cell(rows, r, "deep", copy_bw).c_str(), best != nullptr ? best->variant : "-",
+                best != nullptr ? cell(rows, r, best->variant, copy_bw).c_str() : "-", ratio.c_str());
+  }
+}
+
+void write_json(const std::vector<Row>& rows, const cuda::DeviceInfo& device, double copy_bw, std::ofstream& json) {
+  json << "{\n  \"device\": \"" << device.to_string() << "\",\n  \"copy_bandwidth_gbs\": " << copy_bw / 1e9
+       << ",\n  \"activations\": \"f16\",\n  \"results\": [\n";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Row& r = rows[i];
+    json << "    {\"group\": \"" << r.group << "\", \"k\": " << r.shape.k << ", \"n\": " << r.shape.n
+         << ", \"block\": " << r.shape.block << ", \"m\": " << r.m << ", \"variant\": \"" << r.variant
+         << "\", \"us\": " << json_number(r.us) << ", \"weight_bytes\": " << r.weight_bytes
+         << ", \"fraction_of_copy\": " << json_number(fraction_of_copy(r, copy_bw))
+         << ", \"tensor_core\": " << (r.tensor_core ? "true" : "false")
+         << ", \"deep_ring\": " << (r.deep_ring ? "true" : "false")
+         << ", \"block_k_splits\": " << r.block_k_splits
+         << ", \"difference\": " << json_number(r.difference) << ", \"error\": \"" << r.error << "\"}"
+         << (i + 1 < rows.size() ? ",\n" : "\n");
+  }
+  json << "  ]\n}\n";
 }
 
 int run(int argc, char** argv) {
@@ -304,54 +382,33 @@ int run(int argc, char** argv) {
   const double copy_bw = copy_bandwidth(stream);
   std::mt19937 rng(7);
   std::vector<Row> rows;
-  for (const Shape2 base : {Shape2{4096, 4096, 0}, Shape2{4096, 14336, 0}, Shape2{14336, 4096, 0}, Shape2{896, 151936, 0}}) {
-    for (int64_t block : {int64_t{32}, int64_t{128}}) bench_shape(Shape2{base.k, base.n, block}, device.l2_bytes, stream, rng, rows);
+  for (const Shape2 base : {Shape2{4096, 4096, 0}, Shape2{4096, 14336, 0}, Shape2{14336, 4096, 0},
+                            Shape2{3584, 4608, 0}, Shape2{3584, 3584, 0}, Shape2{18944, 3584, 0},
+                            Shape2{896, 151936, 0}}) {
+    for (int64_t block : {int64_t{32}, int64_t{128}}) {
+      bench_shape(Shape2{base.k, base.n, block}, device.l2_bytes, stream, rng, rows);
+    }
   }
-  for (const Shape2 qwen : {Shape2{896, 1152, 32}, Shape2{896, 896, 32}, Shape2{896, 4864, 32}, Shape2{4864, 896, 32}}) {
+  for (const Shape2 qwen :
+       {Shape2{896, 1152, 32}, Shape2{896, 896, 32}, Shape2{896, 4864, 32}, Shape2{4864, 896, 32}}) {
     bench_shape(qwen, device.l2_bytes, stream, rng, rows);
   }
-  std::vector<SwiGLURow> gate_up_rows;
-  for (const Shape2 mlp : {Shape2{896, 4864, 32}, Shape2{3584, 18944, 32}}) {
-    bench_gate_up(mlp, device.l2_bytes, stream, rng, gate_up_rows);
+  for (const Shape2 mlp : {Shape2{896, 4864, 32}, Shape2{3584, 18944, 32}, Shape2{3584, 18944, 128}}) {
+    bench_gate_up(mlp, device.l2_bytes, stream, rng, rows);
   }
   cudaStreamDestroy(stream);
 
-  std::ofstream json(json_path);
-  json << "{\n  \"device\": \"" << device.to_string() << "\",\n  \"copy_bandwidth_gbs\": " << copy_bw / 1e9
-       << ",\n  \"activations\": \"f16\",\n  \"results\": [\n";
   std::printf("device: %s\ncopy bandwidth (read + write): %.0f GB/s\n\n", device.to_string().c_str(), copy_bw / 1e9);
-  std::printf("| K | N | block | M | kernel | time (us) | weights GB/s | of copy BW | M=8 / M=1 | K splits |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const Row& r = rows[i];
-    const double gbs = r.weight_bytes / (r.us * 1e-6) / 1e9;
-    // The same shape and kernel at M = 1.
-    double ratio = 1.0;
-    for (const Row& one : rows) {
-      if (r.m == 8 && one.m == 1 && one.shape.k == r.shape.k && one.shape.n == r.shape.n &&
-          one.shape.block == r.shape.block && std::string(one.kernel) == r.kernel) {
-        ratio = r.us / one.us;
-      }
-    }
-    std::printf("| %lld | %lld | %lld | %lld | %s | %.2f | %.0f | %.2f | %s | %d |\n", static_cast<long long>(r.shape.k),
-                static_cast<long long>(r.shape.n), static_cast<long long>(r.shape.block), static_cast<long long>(r.m),
-                r.kernel, r.us, gbs, gbs * 1e9 / copy_bw, r.m == 8 ? std::to_string(ratio).substr(0, 4).c_str() : "",
-                r.block_k_splits);
-    json << "    {\"k\": " << r.shape.k << ", \"n\": " << r.shape.n << ", \"block\": " << r.shape.block << ", \"m\": " << r.m
-         << ", \"kernel\": \"" << r.kernel << "\", \"us\": " << json_number(r.us) << ", \"weight_bytes\": " << r.weight_bytes
-         << ", \"weights_gbs\": " << json_number(gbs) << ", \"fraction_of_copy\": " << json_number(gbs * 1e9 / copy_bw)
-         << ", \"m8_over_m1\": " << json_number(ratio) << ", \"block_k_splits\": " << r.block_k_splits
-         << ", \"difference_vs_old\": " << json_number(r.difference)
-         << ", \"error\": \"" << r.error << "\"}" << (i + 1 < rows.size() ? ",\n" : "\n");
-  }
-  // The new kernel computes what the old one does: f32 accumulation in another order, f16 output.
+  std::printf("f16, no zero points; cells: time in us (weights read / copy bandwidth, K splits); gate_up: N is\n"
+              "the output width, weights 2N x K, the variants fused with SwiGLU; every variant in the JSON.\n\n");
+  print_summary(rows, copy_bw);
+  // Every variant computes what the CUDA-core kernel does: f32 accumulation in another order.
   double worst = 0;
   for (const Row& r : rows) worst = std::isnan(r.difference) ? worst : std::max(worst, r.difference);
-  std::printf("\nnew vs old outputs: worst max|new - old| / max|old| = %.3g%s\n", worst,
+  std::printf("\noutputs against the reference kernel's: worst max|y - ref| / max|ref| = %.3g%s\n", worst,
               worst > 1e-2 ? "  <-- MISMATCH" : "");
-  json << "  ],\n";
-  report_gate_up(gate_up_rows, json);
-  json << "}\n";
+  std::ofstream json(json_path);
+  write_json(rows, device, copy_bw, json);
   return json ? 0 : 1;
 }
 

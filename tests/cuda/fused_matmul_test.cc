@@ -3,12 +3,15 @@
 // epilogue: the tensor-core one, with and without K split across warps, every split reducing
 // before the epilogue; the CUDA-core one where K is not whole quads of 128 or blocks are 16) and
 // M = 17, 33, 64 (the dense product, then the epilogue on its own), every dtype, zero-point form
-// and bias; inputs both sides reject.
+// and bias; every tensor-core variant (standard or deep register ring, 128- or 256-byte L2
+// fetches, every forced split of K); inputs both sides reject.
 // Both sides round gate and up to the dtype before silu(gate) * up, so the harness's
 // tolerances hold.
 #include <string>
 
 #include "cuda_test_util.h"
+#include "plan_choice.h"
+#include "ops/cuda/quantized_matmul_kernels.h"
 
 namespace onnx_genai::testing {
 namespace {
@@ -88,6 +91,29 @@ TEST_F(MatMulNBitsSwiGLUCuda, MatchesCpuAtModelSizes) {
                               SwiGLUCase{DType::kF16, 8, 1024, 96, 32, ZeroPoints::kPacked, true},
                               SwiGLUCase{DType::kBF16, 33, 896, 1000, 32, ZeroPoints::kNone, true}}) {
     check(c);
+  }
+}
+
+// The SwiGLU epilogue after every variant of the tensor-core kernel: both rings, as planned and
+// at each forced split of K (uneven: 28 quads 8 ways), 2N rows not a multiple of the tile,
+// every zero-point form and dtype (the deep ring falls back for f32, float zero points, M > 8).
+TEST_F(MatMulNBitsSwiGLUCuda, EveryVariantMatchesCpu) {
+  using K4 = cuda::MatMulNBits4Kernel;
+  const SwiGLUCase cases[] = {SwiGLUCase{DType::kF16, 1, 3584, 100, 32, ZeroPoints::kNone, false},
+                              SwiGLUCase{DType::kF16, 8, 896, 52, 128, ZeroPoints::kPacked, true},
+                              SwiGLUCase{DType::kBF16, 1, 3584, 36, 64, ZeroPoints::kPacked, true},
+                              SwiGLUCase{DType::kBF16, 4, 1024, 20, 32, ZeroPoints::kNone, false},
+                              SwiGLUCase{DType::kF16, 16, 896, 40, 32, ZeroPoints::kFloat, true},
+                              SwiGLUCase{DType::kF32, 2, 2048, 24, 128, ZeroPoints::kPacked, false}};
+  for (const K4 kernel : {K4::kTensorCore, K4::kTensorCoreDeep}) {
+    for (const int splits : {0, 1, 2, 4, 8}) {
+      const ScopedPlanChoice choice({kernel, splits});
+      for (const SwiGLUCase& c : cases) {
+        SCOPED_TRACE("tensor-core variant " + std::to_string(static_cast<int>(kernel)) + ", K splits " +
+                     std::to_string(splits));
+        check(c);
+      }
+    }
   }
 }
 

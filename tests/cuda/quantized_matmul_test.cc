@@ -3,10 +3,14 @@
 // 64: the CUDA-core one), K (including K not a multiple of the block, odd K: the CUDA-core
 // kernel), N (odd too), block sizes (every layout of the tensor-core kernel: blocks of 16, 32,
 // >= 64 bytes, with column classes and spread), dtypes, zero-point forms and bias; model-sized
-// shapes that split K across warps; inputs both sides reject.
+// shapes that split K across warps; every kernel variant the benchmark can pick (the standard and
+// the deep register ring, 128- or 256-byte L2 fetches, each at every forced split of K); inputs
+// both sides reject.
 #include <string>
 
 #include "cuda_test_util.h"
+#include "plan_choice.h"
+#include "ops/cuda/quantized_matmul_kernels.h"
 
 namespace onnx_genai::testing {
 namespace {
@@ -87,6 +91,35 @@ TEST_F(MatMulNBitsCuda, MatchesCpuAtModelSizes) {
                               MatMulCase{DType::kF32, 8, 4096, 1024, 128, ZeroPoints::kPacked, false, false},
                               MatMulCase{DType::kF16, 17, 2048, 512, 64, ZeroPoints::kFloat, true, false}}) {
     check(c);
+  }
+}
+
+// Every variant of the tensor-core kernel: the standard and the deep ring, as planned and at each
+// forced split of K (1, 2, 4, 8 warps; 28 and 7 quads split 8 ways unevenly, 1 quad leaves warps
+// without any), on N not a multiple of the 16-row tile, ring tails (28 quads in a ring of 6),
+// every layout, zero-point form and dtype (the deep form falls back to the standard kernel for
+// f32, float zero points and M > 8, which still run here).
+TEST_F(MatMulNBitsCuda, EveryVariantMatchesCpu) {
+  using K4 = cuda::MatMulNBits4Kernel;
+  const MatMulCase cases[] = {MatMulCase{DType::kF16, 1, 3584, 1000, 32, ZeroPoints::kNone, false, false},
+                              MatMulCase{DType::kF16, 8, 3584, 203, 128, ZeroPoints::kPacked, true, false},
+                              MatMulCase{DType::kBF16, 1, 896, 520, 32, ZeroPoints::kPacked, false, false},
+                              MatMulCase{DType::kBF16, 5, 18944, 40, 64, ZeroPoints::kNone, true, false},
+                              MatMulCase{DType::kF16, 2, 128, 77, 64, ZeroPoints::kNone, false, false},
+                              MatMulCase{DType::kF16, 3, 1024, 300, 32, ZeroPoints::kFloat, false, false},
+                              MatMulCase{DType::kF16, 6, 2048, 130, 32, ZeroPoints::kPacked, true, false},
+                              MatMulCase{DType::kF32, 1, 3584, 100, 256, ZeroPoints::kPacked, false, false},
+                              MatMulCase{DType::kBF16, 16, 896, 64, 128, ZeroPoints::kFloat, true, false},
+                              MatMulCase{DType::kF16, 4, 1024, 48, 256, ZeroPoints::kPacked, false, false}};
+  for (const K4 kernel : {K4::kTensorCore, K4::kTensorCoreDeep}) {
+    for (const int splits : {0, 1, 2, 4, 8}) {
+      const ScopedPlanChoice choice({kernel, splits});
+      for (const MatMulCase& c : cases) {
+        SCOPED_TRACE("tensor-core variant " + std::to_string(static_cast<int>(kernel)) + ", K splits " +
+                     std::to_string(splits));
+        check(c);
+      }
+    }
   }
 }
 

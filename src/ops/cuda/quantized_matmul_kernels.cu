@@ -34,7 +34,9 @@ using namespace nbits4;
 //   and g + 8 of its tile per quad: the 4 lanes of group g read 64 contiguous bytes of row g.
 //   Loads are 16 bytes wide, unconditional (K is whole quads; rows past N read row N - 1, whose
 //   results are dropped) and skip L1 (kept for the activations). Quads go through a ring of
-//   STAGES in registers: quad q + STAGES - 1 is loaded before quad q is used.
+//   STAGES in registers: quad q + STAGES - 1 is loaded before quad q is used. Variants, for
+//   the benchmark to weigh (MatMulNBits4Kernel): a deep ring (6 quads, 2 blocks an SM instead
+//   of 3 quads, 3 blocks), and 256-byte L2 fetches (the row's next quads reach L2 early).
 //
 //          row g     | lane 4g | lane 4g+1 | lane 4g+2 | lane 4g+3 |  <- quad q: bytes 64q..64q+63
 //          row g + 8 | lane 4g | lane 4g+1 | lane 4g+2 | lane 4g+3 |
@@ -115,7 +117,7 @@ __device__ __forceinline__ uint32_t fma_pair(uint32_t a, uint32_t b, uint32_t c)
 }
 
 // 16 bytes of codes, streamed past L1 (kept for the activations), with a 128-byte L2 fetch hint
-// (neighbouring quads of the row share the line).
+// (neighbouring quads of the row share the line; 256-byte fetches were no faster on the H200).
 __device__ __forceinline__ uint4 load_codes(const uint8_t* p) {
   uint4 v;
   asm("ld.global.nc.L1::no_allocate.L2::128B.v4.u32 {%0, %1, %2, %3}, [%4];"
@@ -421,16 +423,28 @@ __device__ __forceinline__ void for_each_output(const float (&acc)[NT][4], int l
 // Registers. Kernels that hold only codes and scales (f16, no zero points, one tile of
 // activation rows) fit 80 registers: 3 blocks an SM, more loads in flight. Zero points, bf16's
 // longer dequantisation, f32 splits and two activation tiles need more (up to 128: 2 blocks).
-template <typename T, Zp ZP, int NT>
-constexpr int kMinBlocksPerSm = std::is_same_v<T, __half> && ZP == Zp::kNone && NT == 1 ? 3 : 2;
+// The deep ring trades the third block for twice the quads in flight per warp (128 registers).
+template <typename T, Zp ZP, int NT, bool DEEP>
+constexpr int kMinBlocksPerSm = !DEEP && std::is_same_v<T, __half> && ZP == Zp::kNone && NT == 1 ? 3 : 2;
 
 // Quads in the ring: float zero points and f32 activations hold twice the parameters or
-// operands and would spill with a third.
+// operands and would spill with a third. The deep ring (f16 with no zero points): 16 warps x
+// 6 KiB in flight per SM (against 24 x 3 KiB), all of a warp's quads at once where K is split 8
+// ways up to K = 6144; bf16 and packed zero points spill past 4.
 template <typename T, Zp ZP>
-constexpr int kStages = ZP == Zp::kFloat || std::is_same_v<T, float> ? 2 : 3;
+constexpr int kDeepStages = std::is_same_v<T, __half> && ZP == Zp::kNone ? 6 : 4;
+template <typename T, Zp ZP, bool DEEP>
+constexpr int kStages = DEEP ? kDeepStages<T, ZP> : ZP == Zp::kFloat || std::is_same_v<T, float> ? 2 : 3;
 
-template <typename T, typename Lay, Zp ZP, int NT, int STAGES = kStages<T, ZP>>
-__global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<T, ZP, NT>) small_m_kernel(const MatMulNBits4Args p) {
+// The deep ring exists for f16 / bf16 activations with no or packed zero
+// points and one tile of activation rows (M <= 8): the deep ring would spill on the others, and
+// fewer variants keep the build short.
+template <typename T, Zp ZP, int NT>
+constexpr bool kHasRingVariants = !std::is_same_v<T, float> && ZP != Zp::kFloat && NT == 1;
+
+template <typename T, typename Lay, Zp ZP, int NT, bool DEEP>
+__global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<T, ZP, NT, DEEP>) small_m_kernel(const MatMulNBits4Args p) {
+  constexpr int STAGES = kStages<T, ZP, DEEP>;
   __shared__ float partial[kWarps][kTileRows][kMaxMTiles * 8];
   const int ksb = p.block_k_splits;
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
@@ -513,42 +527,74 @@ Shape shape_of(const MatMulNBits4Args& p) {
   return s;
 }
 
-template <typename T, int E, bool SPREAD, int NT>
-Kernel with_zero_points(Zp zp) {
-  using Lay = Layout<E, SPREAD>;
-  if (zp == Zp::kFloat) return small_m_kernel<T, Lay, Zp::kFloat, NT>;
-  return zp == Zp::kPacked ? small_m_kernel<T, Lay, Zp::kPacked, NT> : small_m_kernel<T, Lay, Zp::kNone, NT>;
+template <typename T, typename Lay, Zp ZP, int NT>
+Kernel with_ring(bool deep) {
+  if constexpr (kHasRingVariants<T, ZP, NT>) {
+    if (deep) return small_m_kernel<T, Lay, ZP, NT, true>;
+  }
+  return small_m_kernel<T, Lay, ZP, NT, false>;
 }
 
-// The 8 layouts a plan can pick, x 3 zero-point kinds x 3 dtypes: 72 kernels.
+template <typename T, int E, bool SPREAD, int NT>
+Kernel with_zero_points(Zp zp, bool deep) {
+  using Lay = Layout<E, SPREAD>;
+  if (zp == Zp::kFloat) return with_ring<T, Lay, Zp::kFloat, NT>(deep);
+  return zp == Zp::kPacked ? with_ring<T, Lay, Zp::kPacked, NT>(deep)
+                           : with_ring<T, Lay, Zp::kNone, NT>(deep);
+}
+
+// The 8 layouts a plan can pick, x 3 zero-point kinds x 3 dtypes: 72 kernels, and 20 more with
+// the deep ring.
 template <typename T>
-Kernel kernel_for(const Shape& s, Zp zp) {
+Kernel kernel_for(const Shape& s, Zp zp, bool deep) {
   const bool one = s.m_tiles == 1;
   switch (s.e) {
-    case 0: return one ? with_zero_points<T, 0, false, 1>(zp) : with_zero_points<T, 0, false, 2>(zp);
+    case 0:
+      return one ? with_zero_points<T, 0, false, 1>(zp, deep) : with_zero_points<T, 0, false, 2>(zp, deep);
     case 1:
-      if (!s.spread) return with_zero_points<T, 1, false, 1>(zp);
-      return one ? with_zero_points<T, 1, true, 1>(zp) : with_zero_points<T, 1, true, 2>(zp);
+      if (!s.spread) return with_zero_points<T, 1, false, 1>(zp, deep);
+      return one ? with_zero_points<T, 1, true, 1>(zp, deep) : with_zero_points<T, 1, true, 2>(zp, deep);
     default:
-      if (!s.spread) return with_zero_points<T, 2, false, 1>(zp);
-      return one ? with_zero_points<T, 2, true, 1>(zp) : with_zero_points<T, 2, true, 2>(zp);
+      if (!s.spread) return with_zero_points<T, 2, false, 1>(zp, deep);
+      return one ? with_zero_points<T, 2, true, 1>(zp, deep) : with_zero_points<T, 2, true, 2>(zp, deep);
   }
+}
+
+Zp zero_points_of(const MatMulNBits4Args& p) {
+  return p.float_zero_points ? Zp::kFloat : p.packed_zero_points ? Zp::kPacked : Zp::kNone;
 }
 
 Kernel kernel_for(const MatMulNBits4Args& p) {
   const Shape s = shape_of(p);
-  const Zp zp = p.float_zero_points ? Zp::kFloat : p.packed_zero_points ? Zp::kPacked : Zp::kNone;
   Kernel kernel = nullptr;
-  dispatch_float_type(p.dtype, [&]<typename T>() { kernel = kernel_for<T>(s, zp); });
+  dispatch_float_type(p.dtype,
+                      [&]<typename T>() { kernel = kernel_for<T>(s, zero_points_of(p), p.deep_ring); });
   return kernel;
 }
 
-// Picks how many warps split K (1, 2, 4, 8). A warp keeps two quads in flight, so it needs
-// ceil(quads / splits / 2) memory round trips (plus about one to start and reduce), and blocks
+// Whether the deep ring exists for the plan's shape (as kHasRingVariants
+// decides).
+bool ring_variants_exist(const MatMulNBits4Args& p) {
+  return p.dtype != DType::kF32 && !p.float_zero_points && shape_of(p).m_tiles == 1;
+}
+
+// Quads a warp of the planned kernel keeps in flight while it waits for one.
+int quads_in_flight(const MatMulNBits4Args& p) {
+  if (!p.deep_ring) return 2;
+  int stages = 0;
+  dispatch_float_type(p.dtype, [&]<typename T>() {
+    stages = p.packed_zero_points ? kDeepStages<T, Zp::kPacked> : kDeepStages<T, Zp::kNone>;
+  });
+  return stages - 1;
+}
+
+// Picks how many warps split K (1, 2, 4, 8), or takes `forced_splits`. A warp keeps S quads in
+// flight (2 with the standard ring, 3 or 5 with the deep one), so it needs
+// ceil(quads / splits / S) memory round trips (plus about one to start and reduce), and blocks
 // beyond the resident ones wait for a later wave, as long as a whole one when all take the same
 // time: the plan takes the fewest waves x (round trips + 1); on a tie, the most blocks resident
 // at once (loads in flight), then the fewest blocks (less to reduce).
-Status plan(MatMulNBits4Args& p) {
+Status plan(MatMulNBits4Args& p, int forced_splits) {
   const Kernel kernel = kernel_for(p);
   if (kernel == nullptr) return OG_ERROR("MatMulNBits (CUDA): unsupported dtype ", dtype_name(p.dtype));
   int device = 0, sms = 0, resident = 0;
@@ -561,14 +607,21 @@ Status plan(MatMulNBits4Args& p) {
   OG_RETURN_IF_ERROR(cuda_status(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, kThreads, 0),
                                  "occupancy"));
   const int64_t tiles = ceil_div(p.n, kTileRows), quads = p.k / kQuadCodes;
-  const int64_t wave = int64_t{std::max(resident, 1)} * sms;
+  const int64_t wave = int64_t{std::max(resident, 1)} * sms, in_flight = quads_in_flight(p);
   const auto score = [&](int ksb) {
     const int64_t blocks = ceil_div(tiles * ksb, kWarps);
-    const int64_t cost = ceil_div(blocks, wave) * (ceil_div(ceil_div(quads, ksb), 2) + 1);
+    const int64_t cost = ceil_div(blocks, wave) * (ceil_div(ceil_div(quads, ksb), in_flight) + 1);
     return std::tuple(cost, -std::min(blocks, wave), blocks);
   };
   int best = 1;
   for (int ksb = 2; ksb <= kWarps && ksb < 2 * quads; ksb *= 2) best = score(ksb) < score(best) ? ksb : best;
+  if (forced_splits != 0) {
+    // Any power of two up to kWarps works: warps past the quads get empty ranges.
+    if (forced_splits < 0 || forced_splits > kWarps || (forced_splits & (forced_splits - 1)) != 0) {
+      return OG_ERROR("MatMulNBits (CUDA): ", forced_splits, " K splits (1, 2, 4 or 8)");
+    }
+    best = forced_splits;
+  }
   if (ceil_div(tiles * best, kWarps) > 0x7fffffff) return OG_ERROR("MatMulNBits (CUDA): N=", p.n, " exceeds the grid");
   p.block_k_splits = best;
   return Status::ok();
@@ -603,17 +656,36 @@ Status check_layout(const MatMulNBits4Args& p) {
   return Status::ok();
 }
 
+// What plans given the default choice take (set_matmul_nbits4_choice: the tests).
+MatMulNBits4Choice g_default_choice;
+
+// The ring kAuto plans, from cuda_bench's side-by-side rows on the H200 (2026-12-01): the deep
+// one for 2-8 rows of block-32 weights with K >= N, where the standard kernel spills registers
+// and tall K leaves few row tiles to spread (M = 8: 18944x3584 31.2 -> 23.7 us, 14336x4096
+// 24.4 -> 19.6, 4864x896 8.8 -> 5.9); elsewhere it lost (wide N: 896x151936 at M = 8 41.2 ->
+// 45.5, the fused gate/up) or made no difference, M = 1 included.
+MatMulNBits4Kernel planned_tensor_core(const MatMulNBits4Args& args) {
+  const bool deep = args.m >= 2 && args.m <= 8 && args.block_size == 32 && args.k >= args.n;
+  return deep ? MatMulNBits4Kernel::kTensorCoreDeep : MatMulNBits4Kernel::kTensorCore;
+}
+
 }  // namespace
 
-Status plan_matmul_nbits4(MatMulNBits4Args& args, MatMulNBits4Kernel kernel) {
+void set_matmul_nbits4_choice(MatMulNBits4Choice choice) { g_default_choice = choice; }
+
+Status plan_matmul_nbits4(MatMulNBits4Args& args, MatMulNBits4Choice choice) {
   OG_RETURN_IF_ERROR(check_layout(args));
+  if (choice.kernel == MatMulNBits4Kernel::kAuto && choice.block_k_splits == 0) choice = g_default_choice;
+  if (choice.kernel == MatMulNBits4Kernel::kAuto) choice.kernel = planned_tensor_core(args);
   // The tensor-core kernel reads whole quads with no bound on K, blocks of >= 32 codes, and
   // indexes B and its parameters in 32 bits.
-  args.tensor_core = kernel == MatMulNBits4Kernel::kAuto && args.m >= 1 && args.m <= 16 &&
+  args.tensor_core = choice.kernel != MatMulNBits4Kernel::kCudaCore && args.m >= 1 && args.m <= 16 &&
                      args.k % tensor_core::kQuadCodes == 0 && args.k % args.block_size == 0 &&
                      args.block_size >= 32 && args.n * (args.k / 2) < (int64_t{1} << 32);
+  const bool variants = args.tensor_core && tensor_core::ring_variants_exist(args);
+  args.deep_ring = variants && choice.kernel == MatMulNBits4Kernel::kTensorCoreDeep;
   args.block_k_splits = 1;
-  return args.tensor_core ? tensor_core::plan(args) : Status::ok();
+  return args.tensor_core ? tensor_core::plan(args, choice.block_k_splits) : Status::ok();
 }
 
 Status launch_matmul_nbits4(const MatMulNBits4Args& p, void* stream) {

@@ -9,9 +9,21 @@
 
 namespace onnx_genai::cuda {
 
-// Which kernel a plan may pick. kAuto: the tensor-core kernel for M <= 16 where the layout
-// allows it, else the CUDA-core one; kCudaCore forces the latter (the benchmark's baseline).
-enum class MatMulNBits4Kernel { kAuto, kCudaCore };
+// Which kernel a plan may pick. kAuto: the planner's choice (the tensor-core kernel for M <= 16
+// where the layout allows it, else the CUDA-core one). The others force a kernel, for the
+// benchmark and the tests: kCudaCore; kTensorCore, the tensor-core kernel with its standard
+// register ring (3 quads in flight per warp, up to 3 blocks an SM); kTensorCoreDeep, with a deep
+// ring (6 quads for f16 with no zero points, else 4; 2 blocks an SM). The deep form exists for
+// f16 / bf16 activations with no or packed zero points at M <= 8 (elsewhere the standard kernel
+// runs); any tensor-core choice falls back to the CUDA-core kernel where the tensor-core one
+// cannot run.
+enum class MatMulNBits4Kernel { kAuto, kCudaCore, kTensorCore, kTensorCoreDeep };
+
+// A plan's choice: the kernel, and the warps splitting K (0: the planner's; else 1, 2, 4 or 8).
+struct MatMulNBits4Choice {
+  MatMulNBits4Kernel kernel = MatMulNBits4Kernel::kAuto;
+  int block_k_splits = 0;
+};
 
 // What becomes of the n computed columns. kNone: y is [m, n]. kSwiGLU (onnx_genai
 // MatMulNBitsSwiGLU, ops/schema/fused_matmul.h): the columns are gate and up interleaved, y is
@@ -40,12 +52,18 @@ struct MatMulNBits4Args {
 
   // Set by plan_matmul_nbits4 from the shapes and the device (never from data).
   bool tensor_core = false;  // the small-M tensor-core kernel (else the CUDA-core one)
+  bool deep_ring = false;    // its deep register ring
   int block_k_splits = 1;    // warps of a thread block sharing a row tile, splitting K
 };
 
 // Validates the shapes and picks the kernel and its work split for the current device. Call once
-// per shape (in prepare), before the pointers are known.
-Status plan_matmul_nbits4(MatMulNBits4Args& args, MatMulNBits4Kernel kernel = MatMulNBits4Kernel::kAuto);
+// per shape (in prepare), before the pointers are known. A default `choice` takes the process-wide
+// one below.
+Status plan_matmul_nbits4(MatMulNBits4Args& args, MatMulNBits4Choice choice = {});
+
+// What plans given the default choice take instead (initially the default: the planner's). For
+// the tests, which run the op's own planning on every variant; not thread-safe.
+void set_matmul_nbits4_choice(MatMulNBits4Choice choice);
 
 // Queues the planned kernel on `stream` (a cudaStream_t); no allocation, no synchronisation.
 Status launch_matmul_nbits4(const MatMulNBits4Args& args, void* stream);
