@@ -103,6 +103,12 @@ using CopyPlanner = std::function<Result<CopyLayout>(const PrepareContext&)>;
 // Slice, DepthToSpace): `planner` turns the plan-time shapes and values into the layout.
 std::unique_ptr<OpKernel> make_strided_copy_kernel(CopyPlanner planner);
 
+// The layouts of the ops that are one strided copy, shared with their CUDA kernels
+// (ops/cuda/layout.cc): Transpose (layout.cc), Slice (slice.cc), Expand (shape.cc).
+Result<CopyLayout> transpose_layout(const PrepareContext& ctx);
+Result<CopyLayout> slice_layout(const PrepareContext& ctx);
+Result<CopyLayout> expand_layout(const PrepareContext& ctx);
+
 // A default-domain CPU kernel for every dtype (data movement never looks at the values).
 KernelDef any_dtype_kernel(std::string op_type, std::function<std::unique_ptr<OpKernel>(const Node&)> create,
                            int since_version = 1, int end_version = INT_MAX);

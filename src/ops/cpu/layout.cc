@@ -25,12 +25,6 @@ CopyLayout permuted_layout(std::span<const int64_t> in_dims, std::span<const int
   return layout;
 }
 
-Result<CopyLayout> plan_transpose(const PrepareContext& ctx) {
-  const Shape& in = ctx.input(0).shape;
-  const std::vector<int64_t> perm = resolve_perm(ctx.attrs(), in.rank());
-  return permuted_layout(in.dims(), perm);
-}
-
 // DepthToSpace views [N, C, H, W] as 6 dims and permutes them so the output
 // [N, C / b^2, H * b, W * b] comes out row-major:
 //   DCR: [N, b, b, C', H, W] -> [N, C', H, b, W, b]   CRD: [N, C', b, b, H, W] -> same order.
@@ -201,8 +195,14 @@ class PadKernel final : public OpKernel {
 
 }  // namespace
 
+Result<CopyLayout> transpose_layout(const PrepareContext& ctx) {
+  const Shape& in = ctx.input(0).shape;
+  const std::vector<int64_t> perm = resolve_perm(ctx.attrs(), in.rank());
+  return permuted_layout(in.dims(), perm);
+}
+
 void register_layout_cpu_kernels(OpRegistry& registry) {
-  registry.add_kernel(any_dtype_kernel("Transpose", [](const Node&) { return make_strided_copy_kernel(plan_transpose); }));
+  registry.add_kernel(any_dtype_kernel("Transpose", [](const Node&) { return make_strided_copy_kernel(transpose_layout); }));
   registry.add_kernel(any_dtype_kernel("DepthToSpace", [](const Node&) { return make_strided_copy_kernel(plan_depth_to_space); }));
   registry.add_kernel(any_dtype_kernel("SpaceToDepth", [](const Node&) { return make_strided_copy_kernel(plan_space_to_depth); }));
   registry.add_kernel(any_dtype_kernel("Trilu", [](const Node&) { return std::make_unique<TriluKernel>(); }, 14));

@@ -41,23 +41,6 @@ class ShapeValueKernel final : public OpKernel {
   std::vector<int64_t> values_;
 };
 
-// Expand: output element reads the input at the same index, right-aligned, 0-stride where the
-// input dim is 1 (broadcast).
-Result<CopyLayout> plan_expand(const PrepareContext& ctx) {
-  const Shape& in = ctx.input(0).shape;
-  const Shape& out = ctx.output(0).shape;
-  CopyLayout layout;
-  layout.dims = out.dims();
-  layout.dst_strides = contiguous_strides(out.dims());
-  const std::vector<int64_t> in_strides = contiguous_strides(in.dims());
-  const int offset = out.rank() - in.rank();
-  for (int d = 0; d < out.rank(); ++d) {
-    const int id = d - offset;
-    layout.src_strides.push_back(id < 0 || in[id] == 1 ? 0 : in_strides[static_cast<size_t>(id)]);
-  }
-  return layout;
-}
-
 // Tile: output dim d (size r*n) is walked as two dims [r, n]; the repeat dim reads the input
 // with stride 0, so the whole op is one strided copy of rank 2 * rank.
 Result<CopyLayout> plan_tile(const PrepareContext& ctx) {
@@ -78,6 +61,23 @@ Result<CopyLayout> plan_tile(const PrepareContext& ctx) {
 
 }  // namespace
 
+// Expand: output element reads the input at the same index, right-aligned, 0-stride where the
+// input dim is 1 (broadcast).
+Result<CopyLayout> expand_layout(const PrepareContext& ctx) {
+  const Shape& in = ctx.input(0).shape;
+  const Shape& out = ctx.output(0).shape;
+  CopyLayout layout;
+  layout.dims = out.dims();
+  layout.dst_strides = contiguous_strides(out.dims());
+  const std::vector<int64_t> in_strides = contiguous_strides(in.dims());
+  const int offset = out.rank() - in.rank();
+  for (int d = 0; d < out.rank(); ++d) {
+    const int id = d - offset;
+    layout.src_strides.push_back(id < 0 || in[id] == 1 ? 0 : in_strides[static_cast<size_t>(id)]);
+  }
+  return layout;
+}
+
 void register_shape_cpu_kernels(OpRegistry& registry) {
   auto view = [](const Node&) -> std::unique_ptr<OpKernel> { return std::make_unique<ViewKernel>(); };
   // Reshape-1 took its shape as an attribute; every exporter in use emits opset >= 5.
@@ -86,7 +86,7 @@ void register_shape_cpu_kernels(OpRegistry& registry) {
   auto shape_value = [](const Node& n) -> std::unique_ptr<OpKernel> { return std::make_unique<ShapeValueKernel>(n); };
   registry.add_kernel(any_dtype_kernel("Shape", shape_value));
   registry.add_kernel(any_dtype_kernel("Size", shape_value));
-  registry.add_kernel(any_dtype_kernel("Expand", [](const Node&) { return make_strided_copy_kernel(plan_expand); }, 8));
+  registry.add_kernel(any_dtype_kernel("Expand", [](const Node&) { return make_strided_copy_kernel(expand_layout); }, 8));
   registry.add_kernel(any_dtype_kernel("Tile", [](const Node&) { return make_strided_copy_kernel(plan_tile); }, 6));
 }
 

@@ -5,9 +5,8 @@
 #include "ops/schema/data_params.h"
 
 namespace onnx_genai {
-namespace {
 
-Result<CopyLayout> plan_slice(const PrepareContext& ctx) {
+Result<CopyLayout> slice_layout(const PrepareContext& ctx) {
   const Shape& in = ctx.input(0).shape;
   const int opset = ctx.node.opset;
   OG_ASSIGN_OR_RETURN(SliceParams p, resolve_slice(in, ctx.attrs(), opset, ctx.value(1), ctx.value(2), ctx.value(3), ctx.value(4)));
@@ -23,10 +22,8 @@ Result<CopyLayout> plan_slice(const PrepareContext& ctx) {
   return layout;
 }
 
-}  // namespace
-
 void register_slice_cpu_kernels(OpRegistry& registry) {
-  registry.add_kernel(any_dtype_kernel("Slice", [](const Node&) { return make_strided_copy_kernel(plan_slice); }));
+  registry.add_kernel(any_dtype_kernel("Slice", [](const Node&) { return make_strided_copy_kernel(slice_layout); }));
 }
 
 }  // namespace onnx_genai

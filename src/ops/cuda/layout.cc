@@ -1,11 +1,12 @@
 // CUDA kernels of the data-movement ops a decoder's attention reshuffles per step: Transpose,
 // Slice, Expand, Concat and Split (Phi-3's fused projections), every dtype of 1, 2, 4 or 8 bytes.
-// Each is the CPU kernel's loop nest (ops/cpu/layout.cc, slice.cc, shape.cc, concat_split.cc)
-// with the shared parameter parsing (ops/schema/data_params.h), run as one strided copy per
-// output (Concat / Split: one per part) by ops/cuda/layout_kernels.cu.
+// Each takes the CPU kernel's loop nest (ops/cpu/copy_util.h's layouts; Concat / Split:
+// axis_pieces in ops/schema/data_params.h), run as one strided copy per output (Concat / Split:
+// one per part) by ops/cuda/layout_kernels.cu.
 #include <functional>
 #include <vector>
 
+#include "ops/cpu/copy_util.h"
 #include "ops/cuda/layout_kernels.h"
 #include "ops/cuda/register.h"
 #include "ops/op.h"
@@ -15,72 +16,21 @@ namespace onnx_genai {
 
 namespace {
 
-// The loop nest of a copy from input 0 to output 0, in elements.
-struct CopyNest {
-  std::vector<int64_t> dims, src_strides, dst_strides;
-  int64_t src_offset = 0;
-};
-using NestPlanner = std::function<Result<CopyNest>(const PrepareContext&)>;
-
 Result<int> element_bytes(const PrepareContext& ctx, DType dtype) {
   const int bits = dtype_bits(dtype);
   if (bits != 8 && bits != 16 && bits != 32 && bits != 64) return ctx.fail("no CUDA kernel for dtype ", dtype_name(dtype));
   return bits / 8;
 }
 
-Result<CopyNest> plan_transpose(const PrepareContext& ctx) {
-  const Shape& in = ctx.input(0).shape;
-  const std::vector<int64_t> in_strides = in.strides();
-  CopyNest nest;
-  for (int64_t p : resolve_perm(ctx.attrs(), in.rank())) {
-    nest.dims.push_back(in[static_cast<int>(p)]);
-    nest.src_strides.push_back(in_strides[static_cast<size_t>(p)]);
-  }
-  nest.dst_strides = ctx.output(0).shape.strides();
-  return nest;
-}
-
-// Output dim d reads the input from start[d] with stride * step[d] (negative steps walk back).
-Result<CopyNest> plan_slice(const PrepareContext& ctx) {
-  const Shape& in = ctx.input(0).shape;
-  auto params = resolve_slice(in, ctx.attrs(), ctx.node.opset, ctx.value(1), ctx.value(2), ctx.value(3), ctx.value(4));
-  if (!params) return params.status().with_context(ctx.node.describe());
-  const std::vector<int64_t> in_strides = in.strides();
-  CopyNest nest;
-  nest.dims = params->count;
-  nest.dst_strides = ctx.output(0).shape.strides();
-  for (size_t d = 0; d < in_strides.size(); ++d) {
-    nest.src_strides.push_back(in_strides[d] * params->step[d]);
-    nest.src_offset += params->start[d] * in_strides[d];
-  }
-  return nest;
-}
-
-// Output element reads the input at the same index, right-aligned, stride 0 where the input
-// dim is 1 (or missing).
-Result<CopyNest> plan_expand(const PrepareContext& ctx) {
-  const Shape& in = ctx.input(0).shape;
-  const Shape& out = ctx.output(0).shape;
-  const std::vector<int64_t> in_strides = in.strides();
-  CopyNest nest;
-  nest.dims = out.dims();
-  nest.dst_strides = out.strides();
-  const int offset = out.rank() - in.rank();
-  for (int d = 0; d < out.rank(); ++d) {
-    const int id = d - offset;
-    nest.src_strides.push_back(id < 0 || in[id] == 1 ? 0 : in_strides[static_cast<size_t>(id)]);
-  }
-  return nest;
-}
-
 class StridedCopyKernel final : public OpKernel {
  public:
-  explicit StridedCopyKernel(NestPlanner planner) : planner_(std::move(planner)) {}
+  explicit StridedCopyKernel(CopyPlanner planner) : planner_(std::move(planner)) {}
 
   Status prepare(PrepareContext& ctx) override {
     OG_ASSIGN_OR_RETURN(const int elem, element_bytes(ctx, ctx.input(0).dtype));
-    OG_ASSIGN_OR_RETURN(CopyNest nest, planner_(ctx));
-    auto plan = cuda::StridedCopyPlan::make(nest.dims, nest.src_strides, nest.dst_strides, nest.src_offset, elem);
+    Result<CopyLayout> layout = planner_(ctx);
+    if (!layout) return layout.status().with_context(ctx.node.describe());
+    auto plan = cuda::StridedCopyPlan::make(layout->dims, layout->src_strides, layout->dst_strides, layout->src_offset, elem);
     if (!plan) return plan.status().with_context(ctx.node.describe());
     plan_ = *plan;
     return Status::ok();
@@ -91,7 +41,7 @@ class StridedCopyKernel final : public OpKernel {
   }
 
  private:
-  NestPlanner planner_;
+  CopyPlanner planner_;
   cuda::StridedCopyPlan plan_;
 };
 
@@ -148,16 +98,16 @@ void add_kernel(OpRegistry& registry, const char* op, int since_version,
                                 .since_version = since_version, .create = std::move(create)});
 }
 
-void add_copy(OpRegistry& registry, const char* op, int since_version, NestPlanner planner) {
+void add_copy(OpRegistry& registry, const char* op, int since_version, CopyPlanner planner) {
   add_kernel(registry, op, since_version, [planner](const Node&) { return std::make_unique<StridedCopyKernel>(planner); });
 }
 
 }  // namespace
 
 void register_layout_cuda_kernels(OpRegistry& registry) {
-  add_copy(registry, "Transpose", 1, plan_transpose);
-  add_copy(registry, "Slice", 1, plan_slice);
-  add_copy(registry, "Expand", 8, plan_expand);
+  add_copy(registry, "Transpose", 1, transpose_layout);
+  add_copy(registry, "Slice", 1, slice_layout);
+  add_copy(registry, "Expand", 8, expand_layout);
   add_kernel(registry, "Concat", 4, [](const Node&) { return std::make_unique<AxisCopyKernel>(true); });
   add_kernel(registry, "Split", 2, [](const Node&) { return std::make_unique<AxisCopyKernel>(false); });
 }

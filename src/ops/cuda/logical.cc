@@ -2,8 +2,8 @@
 // GreaterOrEqual, And, Or, Xor) and Where, with numpy broadcasting: the attention-mask
 // arithmetic of Hugging Face-style decoder graphs. Semantics are the CPU kernels'
 // (ops/cpu/binary.cc), the schemas are shared (ops/schema/binary.cc); computation is in
-// ops/cuda/logical_kernels.cu. These belong with the binary ops; they live here because
-// elementwise.cc has another owner.
+// ops/cuda/logical_kernels.cu. They broadcast like elementwise.cc's arithmetic but through one
+// general index walk (no flat fast path): they produce bool and touch masks a few rows wide.
 #include <vector>
 
 #include "ops/broadcast.h"
