@@ -1,12 +1,15 @@
 // MatMulNBits (4-bit) GEMV / small-M GEMM on the GPU against the device's measured copy
 // bandwidth (the roofline of a kernel that streams its weights once).
 //
-//   cuda_bench [json_path]     (default cuda_bench.json; a markdown table goes to stdout)
+//   cuda_bench [json_path [case]]  (default cuda_bench.json; a markdown table goes to stdout;
+//                                  case: run only the shapes whose "group KxN/bBLOCK" contains it,
+//                                  e.g. "gemv 18944x3584/b32", to profile one under ncu)
 //
 // For each (K, N, block) at M = 1 and M = 8, f16 activations and scales, no zero points, and each
 // variant (kVariants: the CUDA-core kernel; the tensor-core kernel as the planner picks it, with
 // its standard ring and with its deep one, each at the planner's and at every forced split of
-// K): time with
+// K, and the standard one launched after the previous kernel ends instead of as its dependent):
+// time with
 // CUDA events over replays of a CUDA graph of launches (warm-up first, median of kReps replays),
 // each launch reading a different copy of the weights so that the set of copies is several
 // times the L2 and every launch streams from DRAM. Reports the weight bytes (codes + scales)
@@ -117,7 +120,8 @@ constexpr Variant kVariants[] = {
     {"deep/ks1", {K4::kTensorCoreDeep, 1}},
     {"deep/ks2", {K4::kTensorCoreDeep, 2}},
     {"deep/ks4", {K4::kTensorCoreDeep, 4}},
-    {"deep/ks8", {K4::kTensorCoreDeep, 8}}};
+    {"deep/ks8", {K4::kTensorCoreDeep, 8}},
+    {"tc/serial", {K4::kTensorCore, 0, false}}};  // launched after the previous kernel ends
 
 struct Row {
   const char* group;  // "gemv", or "gate_up" (n: the output width; "two GEMVs" is the unfused pair)
@@ -254,6 +258,7 @@ cuda::MatMulNBits4Args f16_args(int64_t m, int64_t n, const Shape2& s, const cud
   args.dtype = DType::kF16;
   args.m = m, args.n = n, args.k = s.k, args.block_size = s.block, args.blocks = (s.k + s.block - 1) / s.block;
   args.a = a.data();
+  args.constant_weights = true;
   return args;
 }
 
@@ -331,8 +336,8 @@ std::string cell(const std::vector<Row>& rows, const Row& r, const char* variant
 // One line per (group, shape, M): the planned variants, the fastest of all and, at M = 8, its
 // time over the M = 1 one of the same variant.
 void print_summary(const std::vector<Row>& rows, double copy_bw) {
-  std::printf("| what | K | N | block | M | cuda-core / two GEMVs | planned | tc | deep | best | best time "
-              "(of copy) | best M=8/M=1 |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  std::printf("| what | K | N | block | M | cuda-core / two GEMVs | planned | tc | tc/serial | deep | best | "
+              "best time (of copy) | best M=8/M=1 |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (size_t i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];
     if (i > 0 && same_case(rows[i - 1], r)) continue;
@@ -346,11 +351,11 @@ void print_summary(const std::vector<Row>& rows, double copy_bw) {
     if (best != nullptr && r.m == 8) {
       if (const Row* one = find_row(rows, r, 1, best->variant)) ratio = std::to_string(best->us / one->us).substr(0, 4);
     }
-    std::printf("| %s | %lld | %lld | %lld | %lld | %s | %s | %s | %s | %s | %s | %s |\n", r.group,
+    std::printf("| %s | %lld | %lld | %lld | %lld | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.group,
                 static_cast<long long>(r.shape.k), static_cast<long long>(r.shape.n),
                 static_cast<long long>(r.shape.block), static_cast<long long>(r.m),
                 cell(rows, r, gate_up ? "two GEMVs" : "cuda-core", copy_bw).c_str(),
-                cell(rows, r, "planned", copy_bw).c_str(), cell(rows, r, "tc", copy_bw).c_str(),
+                cell(rows, r, "planned", copy_bw).c_str(), cell(rows, r, "tc", copy_bw).c_str(), cell(rows, r, "tc/serial", copy_bw).c_str(),
                 cell(rows, r, "deep", copy_bw).c_str(), best != nullptr ? best->variant : "-",
                 best != nullptr ? cell(rows, r, best->variant, copy_bw).c_str() : "-", ratio.c_str());
   }
@@ -376,6 +381,12 @@ void write_json(const std::vector<Row>& rows, const cuda::DeviceInfo& device, do
 
 int run(int argc, char** argv) {
   const std::string json_path = argc > 1 ? argv[1] : "cuda_bench.json";
+  const std::string only = argc > 2 ? argv[2] : "";
+  const auto selected = [&](const char* group, const Shape2& s) {
+    const std::string name = std::string(group) + " " + std::to_string(s.k) + "x" + std::to_string(s.n) + "/b" +
+                             std::to_string(s.block);
+    return name.find(only) != std::string::npos;
+  };
   const cuda::DeviceInfo device = value_or_exit(cuda::usable_device(0));
   cudaStream_t stream;
   BENCH_CHECK(check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate"));
@@ -386,15 +397,16 @@ int run(int argc, char** argv) {
                             Shape2{3584, 4608, 0}, Shape2{3584, 3584, 0}, Shape2{18944, 3584, 0},
                             Shape2{896, 151936, 0}}) {
     for (int64_t block : {int64_t{32}, int64_t{128}}) {
-      bench_shape(Shape2{base.k, base.n, block}, device.l2_bytes, stream, rng, rows);
+      const Shape2 s{base.k, base.n, block};
+      if (selected("gemv", s)) bench_shape(s, device.l2_bytes, stream, rng, rows);
     }
   }
   for (const Shape2 qwen :
        {Shape2{896, 1152, 32}, Shape2{896, 896, 32}, Shape2{896, 4864, 32}, Shape2{4864, 896, 32}}) {
-    bench_shape(qwen, device.l2_bytes, stream, rng, rows);
+    if (selected("gemv", qwen)) bench_shape(qwen, device.l2_bytes, stream, rng, rows);
   }
   for (const Shape2 mlp : {Shape2{896, 4864, 32}, Shape2{3584, 18944, 32}, Shape2{3584, 18944, 128}}) {
-    bench_gate_up(mlp, device.l2_bytes, stream, rng, rows);
+    if (selected("gate_up", mlp)) bench_gate_up(mlp, device.l2_bytes, stream, rng, rows);
   }
   cudaStreamDestroy(stream);
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "ops/cuda/attention_kernels.h"
+#include "ops/cuda/dependent_launch.cuh"
 #include "ops/cuda/device_types.cuh"
 
 namespace onnx_genai::cuda {
@@ -28,12 +29,6 @@ __host__ __device__ __forceinline__ int64_t ceil_div(int64_t a, int64_t b) { ret
 __device__ __forceinline__ int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
 __device__ __forceinline__ int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
 inline size_t align256(size_t bytes) { return (bytes + 255) / 256 * 256; }
-
-// Programmatic dependent launch (no-ops in a kernel launched without it): wait_for_prior_grid
-// returns once the previous kernel in the stream has finished and its writes are visible, so it
-// precedes every global access; allow_next_grid lets the next kernel start its own launch early.
-__device__ __forceinline__ void wait_for_prior_grid() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
-__device__ __forceinline__ void allow_next_grid() { asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory"); }
 
 // What seqlens_k says about batch entry b (ops/cpu/attention_gqa.cc, plan_batches). `valid` is
 // false where the CPU kernel fails the run.

@@ -40,6 +40,9 @@ class MatMulNBitsCudaKernel final : public OpKernel {
     args_.packed_zero_points = p.has_zp && p.zp_packed;
     args_.float_zero_points = p.has_zp && !p.zp_packed;
     has_bias_ = p.has_bias;
+    const auto constant = [&](int input) { return ctx.value(input) != nullptr; };
+    args_.constant_weights = constant(P::kB) && constant(P::kScales) && (!p.has_zp || constant(P::kZeroPoints)) &&
+                             (!p.has_bias || constant(P::kBias));
     if (args_.m > cuda::kMaxGemvRows) return plan_dense(ctx);
     args_.epilogue = kEpilogue;
     if (Status planned = cuda::plan_matmul_nbits4(args_); !planned.is_ok()) return ctx.fail(planned.message());

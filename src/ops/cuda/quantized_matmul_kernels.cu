@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "core/cuda/cuda_check.h"
+#include "ops/cuda/dependent_launch.cuh"
 #include "ops/cuda/device_types.cuh"
 #include "ops/cuda/quantized_matmul_device.cuh"
 #include "ops/cuda/quantized_matmul_kernels.h"
@@ -59,6 +60,10 @@ using namespace nbits4;
 //   two steps of a word. Float zero points: W holds q and zp x sum(a) over the block (a second
 //   mma with W = ones) is subtracted after scaling. f32 activations are split into three bf16
 //   parts (hi + mid + lo is exact to f32), three mmas.
+//
+//   Dependent launch. The kernel starts while the previous one (which writes the activations)
+//   drains: it issues its first quads of constant weights, then waits for it
+//   (dependent_launch.cuh), and lets the next kernel launch once its loads are done.
 //
 //   Splitting K. Small N gives few row tiles, so the 8 warps of a block may cover
 //   8 / block_k_splits tiles each, splitting K between block_k_splits warps (plan() weighs
@@ -457,8 +462,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<T, ZP, NT, DEEP>) sm
   const int q_begin = quads * split / ksb, q_end = first_row < p.n ? quads * (split + 1) / ksb : q_begin;
   float acc[NT][4] = {};
   Quad<T, Lay, ZP> ring[STAGES];
+  if (!p.constant_weights) wait_for_prior_grid();
 #pragma unroll
   for (int i = 0; i < STAGES - 1; ++i) load_quad(p, v, q_begin + i, q_end, ring[i]);
+  if (p.constant_weights) wait_for_prior_grid();
   for (int q0 = q_begin; q0 < q_end; q0 += STAGES) {
 #pragma unroll
     for (int i = 0; i < STAGES; ++i) {
@@ -466,6 +473,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<T, ZP, NT, DEEP>) sm
       if (q0 + i < q_end) multiply_quad(v, q0 + i, ring[i], acc);
     }
   }
+  allow_next_grid();
 
   const bool swiglu = p.epilogue == MatMulNBits4Epilogue::kSwiGLU;
   if (ksb == 1 && !swiglu) {
@@ -637,8 +645,8 @@ bool pointers_fit(const MatMulNBits4Args& p) {
 
 Status launch(const MatMulNBits4Args& p, cudaStream_t s) {
   const unsigned grid = static_cast<unsigned>(ceil_div(ceil_div(p.n, kTileRows) * p.block_k_splits, kWarps));
-  kernel_for(p)<<<grid, kThreads, 0, s>>>(p);
-  return launch_status("MatMulNBits small_m_kernel");
+  return cuda_status(launch_kernel(kernel_for(p), dim3(grid), dim3(kThreads), 0, s, p.dependent_launch, p),
+                     "MatMulNBits small_m_kernel launch");
 }
 
 }  // namespace tensor_core
@@ -659,13 +667,16 @@ Status check_layout(const MatMulNBits4Args& p) {
 // What plans given the default choice take (set_matmul_nbits4_choice: the tests).
 MatMulNBits4Choice g_default_choice;
 
-// The ring kAuto plans, from cuda_bench's side-by-side rows on the H200 (2026-12-01): the deep
-// one for 2-8 rows of block-32 weights with K >= N, where the standard kernel spills registers
-// and tall K leaves few row tiles to spread (M = 8: 18944x3584 31.2 -> 23.7 us, 14336x4096
-// 24.4 -> 19.6, 4864x896 8.8 -> 5.9); elsewhere it lost (wide N: 896x151936 at M = 8 41.2 ->
-// 45.5, the fused gate/up) or made no difference, M = 1 included.
+// The ring kAuto plans, from cuda_bench's side-by-side rows on the H200 (2026-12-01, dependent
+// launches): the deep one for 2-8 rows of block-32 weights with K >= N, where the standard
+// kernel spills registers and tall K leaves few row tiles to spread (M = 8: 18944x3584 32.2 ->
+// 23.2 us, 14336x4096 25.0 -> 19.6, 4864x896 7.7 -> 4.7), and for one row where K >= 2N (K
+// split 8 ways still leaves few warps an SM: 18944x3584 22.4 -> 19.7 us, 14336x4096 18.7 ->
+// 16.5, 4864x896 4.6 -> 4.1); elsewhere it lost (wide N: 896x151936 at M = 8 41.0 -> 45.5, the
+// fused gate/up) or made no difference.
 MatMulNBits4Kernel planned_tensor_core(const MatMulNBits4Args& args) {
-  const bool deep = args.m >= 2 && args.m <= 8 && args.block_size == 32 && args.k >= args.n;
+  const bool deep = (args.m >= 2 && args.m <= 8 && args.block_size == 32 && args.k >= args.n) ||
+                    (args.m == 1 && args.k >= 2 * args.n);
   return deep ? MatMulNBits4Kernel::kTensorCoreDeep : MatMulNBits4Kernel::kTensorCore;
 }
 
@@ -675,7 +686,7 @@ void set_matmul_nbits4_choice(MatMulNBits4Choice choice) { g_default_choice = ch
 
 Status plan_matmul_nbits4(MatMulNBits4Args& args, MatMulNBits4Choice choice) {
   OG_RETURN_IF_ERROR(check_layout(args));
-  if (choice.kernel == MatMulNBits4Kernel::kAuto && choice.block_k_splits == 0) choice = g_default_choice;
+  if (choice == MatMulNBits4Choice{}) choice = g_default_choice;
   if (choice.kernel == MatMulNBits4Kernel::kAuto) choice.kernel = planned_tensor_core(args);
   // The tensor-core kernel reads whole quads with no bound on K, blocks of >= 32 codes, and
   // indexes B and its parameters in 32 bits.
@@ -685,6 +696,7 @@ Status plan_matmul_nbits4(MatMulNBits4Args& args, MatMulNBits4Choice choice) {
   const bool variants = args.tensor_core && tensor_core::ring_variants_exist(args);
   args.deep_ring = variants && choice.kernel == MatMulNBits4Kernel::kTensorCoreDeep;
   args.block_k_splits = 1;
+  args.dependent_launch = args.tensor_core && choice.dependent_launch && dependent_launch_allowed();
   return args.tensor_core ? tensor_core::plan(args, choice.block_k_splits) : Status::ok();
 }
 

@@ -19,10 +19,14 @@ namespace onnx_genai::cuda {
 // cannot run.
 enum class MatMulNBits4Kernel { kAuto, kCudaCore, kTensorCore, kTensorCoreDeep };
 
-// A plan's choice: the kernel, and the warps splitting K (0: the planner's; else 1, 2, 4 or 8).
+// A plan's choice: the kernel, the warps splitting K (0: the planner's; else 1, 2, 4 or 8), and
+// whether the tensor-core kernel may start as a programmatic dependent of the previous kernel
+// (dependent_launch.cuh; off only to measure what it saves).
 struct MatMulNBits4Choice {
   MatMulNBits4Kernel kernel = MatMulNBits4Kernel::kAuto;
   int block_k_splits = 0;
+  bool dependent_launch = true;
+  bool operator==(const MatMulNBits4Choice&) const = default;
 };
 
 // What becomes of the n computed columns. kNone: y is [m, n]. kSwiGLU (onnx_genai
@@ -48,12 +52,16 @@ struct MatMulNBits4Args {
 
   // Which zero points will be given (set before planning: they pick the kernel variant).
   bool packed_zero_points = false, float_zero_points = false;
+  // B, scales, zero points and bias are constants (initializers, never written by a kernel): a
+  // dependent launch reads its first quads of them before waiting for the previous kernel.
+  bool constant_weights = false;
   MatMulNBits4Epilogue epilogue = MatMulNBits4Epilogue::kNone;  // kSwiGLU needs an even n
 
   // Set by plan_matmul_nbits4 from the shapes and the device (never from data).
   bool tensor_core = false;  // the small-M tensor-core kernel (else the CUDA-core one)
   bool deep_ring = false;    // its deep register ring
   int block_k_splits = 1;    // warps of a thread block sharing a row tile, splitting K
+  bool dependent_launch = false;  // launched as a programmatic dependent of the previous kernel
 };
 
 // Validates the shapes and picks the kernel and its work split for the current device. Call once
