@@ -1,5 +1,5 @@
-// SimplifiedLayerNormalization and SkipSimplifiedLayerNormalization: CUDA kernel against the CPU
-// kernel on random shapes, dtypes, epsilons and optional inputs / outputs.
+// SimplifiedLayerNormalization, RMSNormalization and SkipSimplifiedLayerNormalization: CUDA kernel
+// against the CPU kernel on random shapes, dtypes, epsilons and optional inputs / outputs.
 #include <string>
 
 #include "cuda_test_util.h"
@@ -42,6 +42,33 @@ TEST_F(SimplifiedNormCuda, MatchesCpuOnRandomCases) {
                                random_float_tensor(dtype, Shape{hidden}, rng_, 0.5f, 1.5f)};
     if (with_bias) inputs.push_back(random_float_tensor(dtype, Shape{hidden}, rng_));
     compare(spec.with_inputs(inputs), inputs, "SimplifiedLayerNormalization " + describe(dtype, x_shape, epsilon));
+  }
+}
+
+using RmsNormCuda = CudaKernelTest;
+
+// ONNX RMSNormalization (opset 23) runs SimplifiedLayerNormalization's kernel: Y only, normalised
+// from `axis` (positive or negative), scale [hidden], [1, hidden] or the whole normalised shape.
+TEST_F(RmsNormCuda, MatchesCpuOnRandomCases) {
+  for (int trial = 0; trial < 48; ++trial) {
+    const DType dtype = kDtypes[trial % 3];
+    const int64_t rows = std::uniform_int_distribution<int64_t>(1, 48)(rng_);
+    const int64_t hidden = random_hidden(rng_);
+    const bool default_epsilon = trial % 6 == 0;  // no attribute: 1e-5
+    const float epsilon = default_epsilon ? 1e-5f : kEpsilons[rng_() % std::size(kEpsilons)];
+    const bool two_axes = trial % 4 >= 2;  // X [rows, 2, hidden] normalised from axis 1 (or -2)
+    const Shape x_shape = two_axes ? Shape{rows, 2, hidden} : Shape{rows, hidden};
+    Shape scale_shape{hidden};
+    if (trial % 5 == 1) scale_shape = Shape{1, hidden};
+    if (two_axes && trial % 8 >= 6) scale_shape = Shape{2, hidden};
+    CudaNode spec("RMSNormalization", "", {true}, 23);
+    if (!default_epsilon) spec.attr_float("epsilon", epsilon);
+    if (two_axes) spec.attr_int("axis", trial % 2 ? 1 : -2);
+    if (trial % 7 == 3) spec.attr_int("stash_type", 1);
+    const std::vector<Tensor> inputs{random_float_tensor(dtype, x_shape, rng_, -3.0f, 3.0f),
+                                     random_float_tensor(dtype, scale_shape, rng_, 0.5f, 1.5f)};
+    compare(spec.with_inputs(inputs), inputs,
+            "RMSNormalization " + describe(dtype, x_shape, epsilon) + " scale" + scale_shape.to_string());
   }
 }
 

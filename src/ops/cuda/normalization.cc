@@ -1,6 +1,7 @@
-// CUDA kernels for SimplifiedLayerNormalization (default and com.microsoft domains) and
-// com.microsoft SkipSimplifiedLayerNormalization: the same semantics and outputs as the CPU
-// kernels (ops/cpu/normalization.cc), computed by ops/cuda/normalization_kernels.cu.
+// CUDA kernels for SimplifiedLayerNormalization (default and com.microsoft domains), ONNX
+// RMSNormalization (opset 23: the same RMS norm, with Y as its only output) and com.microsoft
+// SkipSimplifiedLayerNormalization: the same semantics and outputs as the CPU kernels
+// (ops/cpu/normalization.cc), computed by ops/cuda/normalization_kernels.cu.
 #include "ops/cuda/normalization_kernels.h"
 #include "ops/cuda/register.h"
 #include "ops/op.h"
@@ -100,6 +101,7 @@ void register_normalization_cuda_kernels(OpRegistry& registry) {
   for (const char* domain : {"", "com.microsoft"}) {
     add_cuda_kernel<SimplifiedNormKernel>(registry, domain, "SimplifiedLayerNormalization");
   }
+  add_cuda_kernel<SimplifiedNormKernel>(registry, "", "RMSNormalization");
   add_cuda_kernel<SkipSimplifiedNormKernel>(registry, "com.microsoft", "SkipSimplifiedLayerNormalization");
 }
 
