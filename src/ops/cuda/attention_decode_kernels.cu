@@ -159,8 +159,10 @@ static_assert((kDecodeWarps + 1) * kDecodeVectors * sizeof(float) <= kDecodeWarp
 struct QueryVector {
   int64_t head, row, out_row;
 };
-__device__ __forceinline__ QueryVector query_vector(const GqaArgs& a, int64_t b, int64_t g, int64_t vg) {
-  const int64_t group = a.num_heads / a.kv_heads;
+// 32-bit division (heads and vectors fit): a 64-bit one is a long instruction sequence, and the
+// prologue and epilogue of a short decode are latency-bound on such chains.
+__device__ __forceinline__ QueryVector query_vector(const GqaArgs& a, int64_t b, int64_t g, int vg) {
+  const int group = static_cast<int>(a.num_heads) / static_cast<int>(a.kv_heads);
   const int64_t head = g * group + vg % group, row = vg / group;
   return {head, row, (b * a.q_len + row) * a.num_heads + head};
 }
@@ -329,7 +331,7 @@ struct QueryInputs {
       const int idx = static_cast<int>(threadIdx.x) + k * kDecodeThreads, v = idx / units, c = idx % units;
       q[k] = P{};
       if (v < nv && c < row_units) {
-        const QueryVector qv = query_vector(a, b, g, v0 + v);
+        const QueryVector qv = query_vector(a, b, g, static_cast<int>(v0 + v));
         q[k] = *reinterpret_cast<const P*>(query + (b * a.q_len + qv.row) * a.query_row + qv.head * d + c * 8);
       }
     }
@@ -387,13 +389,13 @@ __device__ void load_new_rows(const GqaArgs& a, const DecodeSmem& lay, T* smem, 
 template <typename T>
 __device__ void rotate_in_place(const GqaArgs& a, const DecodeSmem& lay, T* smem, int64_t v0, int nv, bool new_k) {
   const int half = static_cast<int>(a.rotary_dim / 2);
-  const int64_t group = a.num_heads / a.kv_heads;
+  const int group = static_cast<int>(a.num_heads) / static_cast<int>(a.kv_heads);
   const int rows = nv + (new_k ? static_cast<int>(a.kv_len) : 0);
   for (int idx = static_cast<int>(threadIdx.x); idx < rows * half; idx += kDecodeThreads) {
     const int rr = idx / half, p = idx % half;
     const bool is_query = rr < nv;
     T* x = is_query ? smem + lay.query() + rr * lay.row : smem + lay.new_rows() + (rr - nv) * lay.row;
-    const int64_t s = is_query ? (v0 + rr) / group : rr - nv;
+    const int s = is_query ? (static_cast<int>(v0) + rr) / group : rr - nv;
     const T* cos = smem + lay.rotary() + s * lay.row;
     int64_t ia, ib;
     rotary_pair(p, a.rotary_dim, a.rotary_interleaved, ia, ib);
@@ -411,11 +413,11 @@ __device__ void cluster_finish(const GqaArgs& a, const DecodeSmem& lay, float* r
                                const BlockVectors& bv) {
   cg::cluster_group cluster = cg::this_cluster();
   cluster.sync();  // the merged states are written
-  const int64_t d = a.head_size;
+  const int d = static_cast<int>(a.head_size);
   const int count = static_cast<int>(kc.end);
-  const int64_t stride = int64_t{kDecodeThreads} * a.chunks;
-  for (int64_t idx = threadIdx.x + int64_t{kDecodeThreads} * cluster.block_rank(); idx < bv.nv * d; idx += stride) {
-    const int vv = static_cast<int>(idx / d), i = static_cast<int>(idx % d);
+  const int stride = kDecodeThreads * static_cast<int>(a.chunks);
+  for (int idx = static_cast<int>(threadIdx.x + kDecodeThreads * cluster.block_rank()); idx < bv.nv * d; idx += stride) {
+    const int vv = idx / d, i = idx % d;
     float m[kMaxCluster], l[kMaxCluster], o[kMaxCluster];
     float top = kNegInf;
 #pragma unroll
@@ -437,7 +439,7 @@ __device__ void cluster_finish(const GqaArgs& a, const DecodeSmem& lay, float* r
       sum_l += w * l[c];
       sum_o += w * o[c];
     }
-    const QueryVector qv = query_vector(a, bv.b, bv.g, bv.v0 + vv);
+    const QueryVector qv = query_vector(a, bv.b, bv.g, static_cast<int>(bv.v0 + vv));
     static_cast<T*>(a.out)[qv.out_row * d + i] = from_float<T>(sum_o * finish_factor<T>(a, top * kLn2, sum_l, qv.head));
   }
   cluster.sync();  // no block leaves while another reads its shared memory
@@ -472,9 +474,9 @@ __device__ void decode_epilogue(const GqaArgs& a, const DecodeSmem& lay, float* 
     }
   }
   __syncthreads();
-  const int64_t d = a.head_size;
-  for (int idx = threadIdx.x; idx < bv.nv * d; idx += kDecodeThreads) {
-    const int vv = static_cast<int>(idx / d), i = static_cast<int>(idx % d);
+  const int d = static_cast<int>(a.head_size);
+  for (int idx = static_cast<int>(threadIdx.x); idx < bv.nv * d; idx += kDecodeThreads) {
+    const int vv = idx / d, i = idx % d;
     float top = kNegInf;
     for (int w = 0; w < kDecodeWarps; ++w) {
       const float* p = ml + (w * kDecodeVectors + vv) * 2;
@@ -496,7 +498,7 @@ __device__ void decode_epilogue(const GqaArgs& a, const DecodeSmem& lay, float* 
       }
       continue;
     }
-    const QueryVector qv = query_vector(a, bv.b, bv.g, bv.v0 + vv);
+    const QueryVector qv = query_vector(a, bv.b, bv.g, static_cast<int>(bv.v0 + vv));
     if (a.chunks == 1) {
       static_cast<T*>(a.out)[qv.out_row * d + i] = from_float<T>(sum * finish_factor<T>(a, top * kLn2, l, qv.head));
     } else if (has_keys) {
@@ -519,7 +521,7 @@ __device__ inline LaneVectors lane_vectors(const GqaArgs& a, const RowKeys& r, c
   for (int rr = 0; rr < 2; ++rr) {
     const int v = lane / 4 + 8 * rr;
     if (!r.valid || v >= bv.nv) continue;
-    const QueryVector qv = query_vector(a, bv.b, bv.g, bv.v0 + v);
+    const QueryVector qv = query_vector(a, bv.b, bv.g, static_cast<int>(bv.v0 + v));
     int64_t vlo = 0, vhi = 0;
     key_range(a, r, qv.row, vlo, vhi);
     lv.lo[rr] = static_cast<int>(imax(vlo, lo));

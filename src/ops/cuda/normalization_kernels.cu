@@ -6,11 +6,14 @@
 // over the row: the first forms s = x + skip + skip_bias and reduces sum(s^2) in f32 (warp
 // shuffles, then one shared-memory slot per warp); the second re-forms s (the row, at most a few
 // tens of KiB, is still in L1/L2, so DRAM sees x and skip once) and writes y and the optional
-// sum. scale / bias are read by every row and stay in L2.
+// sum. scale / bias are read by every row and stay in L2. Launched as a programmatic dependent
+// of the previous kernel (dependent_launch.cuh): a decode step's one-row norm is a few
+// microseconds, about as long as the launch gap it hides.
 #include <algorithm>
 #include <cstdint>
 
 #include "core/cuda/cuda_check.h"
+#include "ops/cuda/dependent_launch.cuh"
 #include "ops/cuda/device_types.cuh"
 #include "ops/cuda/normalization_kernels.h"
 
@@ -51,6 +54,7 @@ template <typename T, int VEC>
 __global__ void rms_norm_kernel(RmsNormArgs a) {
   const int64_t row = blockIdx.x;
   const int64_t stride = static_cast<int64_t>(blockDim.x) * VEC;
+  wait_for_prior_grid();
   float sum_sq = 0.0f;
   for (int64_t j = threadIdx.x * VEC; j < a.len; j += stride) {
     float s[VEC];
@@ -59,6 +63,7 @@ __global__ void rms_norm_kernel(RmsNormArgs a) {
     for (int i = 0; i < VEC; ++i) sum_sq += s[i] * s[i];
   }
   sum_sq = block_sum(sum_sq);
+  allow_next_grid();  // the next kernel may start reading its weights during the second pass
   const float inv_std = 1.0f / sqrtf(sum_sq / static_cast<float>(a.len) + a.epsilon);
   if (threadIdx.x == 0) {
     if (a.mean != nullptr) a.mean[row] = 0.0f;
@@ -92,9 +97,10 @@ bool can_vectorize(const RmsNormArgs& a, int vec) {
 }
 
 template <typename T, int VEC>
-void launch(const RmsNormArgs& a, cudaStream_t stream) {
+cudaError_t launch(const RmsNormArgs& a, cudaStream_t stream) {
   const int64_t threads = std::clamp<int64_t>((a.len / VEC + 31) / 32 * 32, 32, 1024);
-  rms_norm_kernel<T, VEC><<<static_cast<unsigned>(a.rows), static_cast<unsigned>(threads), 0, stream>>>(a);
+  return launch_kernel(rms_norm_kernel<T, VEC>, dim3(static_cast<unsigned>(a.rows)),
+                       dim3(static_cast<unsigned>(threads)), 0, stream, dependent_launch_allowed(), a);
 }
 
 }  // namespace
@@ -106,13 +112,13 @@ Status launch_rms_norm(const RmsNormArgs& a, void* stream) {
     return OG_ERROR("RMS norm: invalid scale/bias period or skip rows");
   }
   const auto s = static_cast<cudaStream_t>(stream);
+  cudaError_t launched = cudaSuccess;
   const bool known = dispatch_float_type(a.dtype, [&]<typename T>() {
     constexpr int kVec = 16 / sizeof(T);
-    if (can_vectorize(a, kVec)) launch<T, kVec>(a, s);
-    else launch<T, 1>(a, s);
+    launched = can_vectorize(a, kVec) ? launch<T, kVec>(a, s) : launch<T, 1>(a, s);
   });
   if (!known) return OG_ERROR("RMS norm: unsupported dtype ", dtype_name(a.dtype));
-  return launch_status("rms_norm_kernel");
+  return cuda_status(launched, "rms_norm_kernel launch");
 }
 
 }  // namespace onnx_genai::cuda
