@@ -197,11 +197,14 @@ class Sampler {
   // lie in [0, vocab_size) and prompt_length must not exceed the history.
   Result<SampledToken> sample(std::span<const float> logits, const TokenHistory& history);
 
+  // The uniform in [0, 1) that the next draw would take, advancing this Sampler's generator as
+  // that draw would: for a device that runs the chain and the draw itself (the generator's
+  // on-device sampling, src/genai/device_sampling.h), so that a seed gives the same tokens there.
+  double next_uniform();
+
  private:
   Sampler(const SamplingParams& params, int32_t vocab_size, LogitProcessorChain processors);
   Status check_inputs(std::span<const float> logits, const TokenHistory& history) const;
-  Result<int32_t> pick_greedy() const;
-  Result<int32_t> draw();
   void report_logprobs(std::span<const float> raw_logits, SampledToken& result);
 
   int32_t vocab_size_ = 0;

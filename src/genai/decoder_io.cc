@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 
+#include "genai/device_sampling.h"
 #include "genai/greedy_output.h"
 #include "genai/logit_rows.h"
 
@@ -104,6 +105,8 @@ Status assign_input_roles(const std::vector<IoInfo>& inputs, const DecoderNames&
     } else if (in.name == kLogitRowsInput) {
       io.roles.push_back(InputRole::kLogitRows);
       io.logit_rows_width = in.dims.size() == 3 ? in.dims[2] : 0;
+    } else if (in.name == kSamplingParamsInput || in.name == kSamplingUniformsInput) {
+      io.roles.push_back(in.name == kSamplingParamsInput ? InputRole::kSamplingParams : InputRole::kSamplingUniforms);
     } else if (in.name == "use_cache_branch") {
       if (in.dtype != DType::kBool) {
         return OG_ERROR("decoder input 'use_cache_branch' must be bool, got ", dtype_name(in.dtype));
@@ -215,6 +218,11 @@ Status find_logits(const std::vector<IoInfo>& outputs, const Package& package, D
       std::find_if(outputs.begin(), outputs.end(), [](const IoInfo& o) { return o.name == kGreedyTokensOutput; });
   if (greedy != outputs.end() && greedy->dtype == DType::kI64) {
     io.greedy_tokens_output = static_cast<size_t>(greedy - outputs.begin());
+  }
+  const auto sampled =
+      std::find_if(outputs.begin(), outputs.end(), [](const IoInfo& o) { return o.name == kSampledTokensOutput; });
+  if (sampled != outputs.end() && sampled->dtype == DType::kI64) {
+    io.sampled_tokens_output = static_cast<size_t>(sampled - outputs.begin());
   }
   return Status::ok();
 }

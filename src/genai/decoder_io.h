@@ -4,7 +4,9 @@
 //   input_ids [B, S], attention_mask [B, T], position_ids [B, S] (optional), use_cache_branch
 //   (Optimum merged decoders, optional), per layer a past key and value [B, kv_heads, P, head_size]
 //   -> logits [B, S, vocab] (or [B, 1, vocab]) and the matching present key and value; on a device
-//   also onnx_genai.greedy_tokens [B, S] (or [B, 1]), the logits' argmax (greedy_output.h).
+//   also onnx_genai.greedy_tokens [B, S] (or [B, 1]), the logits' argmax (greedy_output.h), and
+//   onnx_genai.sampled_tokens [B], drawn from the logits by the inputs onnx_genai.sampling_params
+//   and onnx_genai.sampling_uniforms (device_sampling.h).
 //
 // Past inputs pair with present outputs by layer number and kind: genai_config.json's templates
 // ("past_key_values.%d.key") when it gives them, else any names holding "past" / "present", one
@@ -31,7 +33,17 @@
 namespace onnx_genai::genai {
 
 // kLogitRows: the input src/genai/logit_rows.h adds, [B, R, hidden] positions whose logits to compute.
-enum class InputRole { kInputIds, kAttentionMask, kPositionIds, kUseCacheBranch, kPastKv, kLogitRows };
+// kSamplingParams, kSamplingUniforms: the inputs src/genai/device_sampling.h adds.
+enum class InputRole {
+  kInputIds,
+  kAttentionMask,
+  kPositionIds,
+  kUseCacheBranch,
+  kPastKv,
+  kLogitRows,
+  kSamplingParams,
+  kSamplingUniforms,
+};
 
 struct KvBinding {
   int64_t layer = 0;
@@ -53,6 +65,7 @@ struct DecoderIo {
   size_t logits_output = 0;
   DType logits_dtype = DType::kUndefined;
   std::optional<size_t> greedy_tokens_output;  // greedy_output.h's output, when the graph has it
+  std::optional<size_t> sampled_tokens_output;  // device_sampling.h's output, when the graph has it
   int64_t vocab_size = 0;
   std::vector<KvBinding> kv;  // layer-major, key before value
   int64_t num_layers = 0;

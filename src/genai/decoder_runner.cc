@@ -27,6 +27,30 @@ bool DecoderRunner::take_greedy_tokens(bool wanted) {
   return greedy_tokens_;
 }
 
+bool DecoderRunner::take_sampled_tokens(bool wanted, const SamplingParams& params) {
+  sampled_tokens_ = wanted && io_.sampled_tokens_output.has_value() && session_.device().type != DeviceType::kCpu;
+  sampling_params_ = device_sampling_params(params);
+  return sampled_tokens_;
+}
+
+// Whether the logits hold one position per row (the last fed one) rather than `width`.
+bool DecoderRunner::one_position() const {
+  const IoInfo& declared = session_.outputs()[io_.logits_output];
+  return io_.has(InputRole::kLogitRows) || (declared.rank_known && declared.dims.size() == 3 && declared.dims[1] == 1);
+}
+
+// The graph draws from each row's last computed position: with `width` positions, a row that ends
+// earlier (ragged prefill without logit rows) needs its logits on the host.
+DecoderRunner::TokenSource DecoderRunner::token_source(std::span<const RunRow> rows, int64_t width) const {
+  if (greedy_tokens_) return TokenSource::kGreedy;
+  if (!sampled_tokens_) return TokenSource::kLogits;
+  const bool last_is_fed = one_position();
+  for (const RunRow& row : rows) {
+    if (row.sampler != nullptr && !last_is_fed && row.fresh != width) return TokenSource::kLogits;
+  }
+  return TokenSource::kSampled;
+}
+
 Status DecoderRunner::run(std::span<const RunRow> rows, size_t first, KvCache& cache, LastPositions& last) {
   int64_t width = 0, total = 0;
   for (const RunRow& row : rows) {
@@ -40,12 +64,18 @@ Status DecoderRunner::run(std::span<const RunRow> rows, size_t first, KvCache& c
   OG_RETURN_IF_ERROR(cache.reserve(total));
   const bool continues = cache.length() > 0 && width <= kMaxStepWidthAtCapacity;
   const int64_t mask_width = mask_at_capacity_ && io_.shared_buffer && continues ? cache.capacity() : total;
+  const TokenSource source = token_source(rows, width);
+  // The graph's draws take each row's next uniform, as the host Sampler would take it.
+  uniforms_.assign(rows.size(), kNoDraw);
+  for (size_t b = 0; b < rows.size() && source == TokenSource::kSampled; ++b) {
+    if (rows[b].sampler != nullptr) uniforms_[b] = rows[b].sampler->next_uniform();
+  }
   OG_RETURN_IF_ERROR(fill_inputs(rows, width, mask_width));
   bind_cache(cache, first, static_cast<int64_t>(rows.size()), width);
-  OG_RETURN_IF_ERROR(bind_logits(static_cast<int64_t>(rows.size()), width));
+  OG_RETURN_IF_ERROR(bind_logits(static_cast<int64_t>(rows.size()), width, source));
   OG_RETURN_IF_ERROR(session_.run_into(inputs_, outputs_).with_context("running the decoder"));
   OG_RETURN_IF_ERROR(check_presents(cache));
-  OG_RETURN_IF_ERROR(collect(rows, first, width, last));
+  OG_RETURN_IF_ERROR(collect(rows, first, width, source, last));
   cache.advance(io_.shared_buffer ? std::max(cache.length(), total) : total);
   return Status::ok();
 }
@@ -98,6 +128,10 @@ Status DecoderRunner::fill_inputs(std::span<const RunRow> rows, int64_t width, i
       }
       case InputRole::kPastKv:
         break;  // bind_cache
+      case InputRole::kSamplingParams:
+      case InputRole::kSamplingUniforms:
+        OG_RETURN_IF_ERROR(fill_sampling_input(t, io_.roles[i], sampling_params_, uniforms_));
+        break;
     }
   }
   return Status::ok();
@@ -113,19 +147,16 @@ void DecoderRunner::bind_cache(const KvCache& cache, size_t first, int64_t rows,
   }
 }
 
-// With greedy tokens the logits are given on the session's device, where run_into writes them
-// (reallocating there should the plan's shape differ from this guess), so they never cross to the
-// host; otherwise they are left for run_into to place on the host.
-Status DecoderRunner::bind_logits(int64_t rows, int64_t width) {
+// With the graph's tokens the logits are given on the session's device, where run_into writes
+// them (reallocating there should the plan's shape differ from this guess), so they never cross to
+// the host; otherwise they are left for run_into to place on the host.
+Status DecoderRunner::bind_logits(int64_t rows, int64_t width, TokenSource source) {
   Tensor& logits = outputs_[io_.logits_output];
-  if (!greedy_tokens_) {
+  if (source == TokenSource::kLogits) {
     if (logits.defined() && logits.device().type != DeviceType::kCpu) logits = Tensor();
     return Status::ok();
   }
-  const IoInfo& declared = session_.outputs()[io_.logits_output];
-  const bool one_position = io_.has(InputRole::kLogitRows) ||
-                            (declared.rank_known && declared.dims.size() == 3 && declared.dims[1] == 1);
-  const Shape shape{rows, one_position ? 1 : width, io_.vocab_size};
+  const Shape shape{rows, one_position() ? 1 : width, io_.vocab_size};
   if (logits.defined() && logits.device() == session_.device() && logits.dtype() == io_.logits_dtype &&
       logits.shape() == shape) {
     return Status::ok();
@@ -151,7 +182,8 @@ Status DecoderRunner::check_presents(const KvCache& cache) const {
   return Status::ok();
 }
 
-Status DecoderRunner::collect(std::span<const RunRow> rows, size_t first, int64_t width, LastPositions& last) const {
+Status DecoderRunner::collect(std::span<const RunRow> rows, size_t first, int64_t width, TokenSource source,
+                              LastPositions& last) const {
   const Tensor& logits = outputs_[io_.logits_output];
   const auto batch = static_cast<int64_t>(rows.size());
   const std::string& name = session_.outputs()[io_.logits_output].name;
@@ -161,10 +193,15 @@ Status DecoderRunner::collect(std::span<const RunRow> rows, size_t first, int64_
                     width, " or 1, ", io_.vocab_size, "]");
   }
   const int64_t positions = logits.shape()[1], vocab = io_.vocab_size;
-  const Tensor* tokens = greedy_tokens_ ? &outputs_[*io_.greedy_tokens_output] : nullptr;
-  if (tokens != nullptr && tokens->shape() != Shape{batch, positions}) {
-    return OG_ERROR("decoder output '", kGreedyTokensOutput, "' has shape ", tokens->shape().to_string(), ", expected [",
+  const Tensor* greedy = source == TokenSource::kGreedy ? &outputs_[*io_.greedy_tokens_output] : nullptr;
+  if (greedy != nullptr && greedy->shape() != Shape{batch, positions}) {
+    return OG_ERROR("decoder output '", kGreedyTokensOutput, "' has shape ", greedy->shape().to_string(), ", expected [",
                     batch, ", ", positions, "]");
+  }
+  const Tensor* sampled = source == TokenSource::kSampled ? &outputs_[*io_.sampled_tokens_output] : nullptr;
+  if (sampled != nullptr && sampled->shape() != Shape{batch}) {
+    return OG_ERROR("decoder output '", kSampledTokensOutput, "' has shape ", sampled->shape().to_string(), ", expected [",
+                    batch, "]");
   }
   // With logit_rows.h's input, row b's one position is its last fed one whatever its length.
   const bool rows_selected = io_.has(InputRole::kLogitRows);
@@ -177,9 +214,17 @@ Status DecoderRunner::collect(std::span<const RunRow> rows, size_t first, int64_
     }
     const int64_t position = positions == 1 ? 0 : row.fresh - 1;
     const size_t slot = first + static_cast<size_t>(b);
-    if (tokens != nullptr) {
-      OG_ASSIGN_OR_RETURN(last.greedy_tokens[slot], greedy_token(*tokens, b, position, vocab));
+    std::optional<int32_t>& token = last.tokens[slot];
+    token.reset();
+    if (greedy != nullptr) {
+      OG_ASSIGN_OR_RETURN(token, greedy_token(*greedy, b, position, vocab));
       continue;
+    }
+    if (sampled != nullptr) {
+      if (row.sampler != nullptr) {
+        OG_ASSIGN_OR_RETURN(token, sampled_token(*sampled, b, vocab));
+      }
+      continue;  // the logits stay on the device: no token follows this run for the other rows
     }
     const int64_t offset = (b * positions + position) * vocab;
     std::vector<float>& out = last.logits[slot];

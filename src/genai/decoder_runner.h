@@ -1,7 +1,8 @@
 // One decoder call: builds input_ids / attention_mask / position_ids / use_cache_branch for some
 // batch rows, binds the KV cache's past and present tensors, runs the session into them, and keeps
-// each row's last-position logits (as float) for sampling, or, when told to take greedy tokens,
-// each row's greedy token from the graph (greedy_output.h) while the logits stay on the device.
+// each row's last-position logits (as float) for sampling, or, when told to take the graph's
+// tokens, each row's greedy token (greedy_output.h) or sampled token (device_sampling.h) while the
+// logits stay on the device.
 //
 // Rows are slot sequences. A slot is a token id, or kPadSlot for left padding (concatenated caches
 // only). For a run over rows feeding `fresh` slots after `cached` ones each, S = the largest fresh
@@ -20,11 +21,14 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
 #include "genai/decoder_io.h"
+#include "genai/device_sampling.h"
 #include "genai/kv_cache.h"
+#include "onnx_genai/sampling.h"
 #include "onnx_genai/session.h"
 
 namespace onnx_genai::genai {
@@ -36,7 +40,9 @@ inline constexpr int64_t kMaxStepWidthAtCapacity = 16;
 // What runs leave for each batch row at its last fed position.
 struct LastPositions {
   std::vector<std::vector<float>> logits;  // vocab floats per row, for the host sampler
-  std::vector<int32_t> greedy_tokens;      // the graph's argmax per row, when taking greedy tokens
+  // The graph's token per row (its argmax, or its draw) when the row's last run took one; else
+  // the row's logits are in `logits`.
+  std::vector<std::optional<int32_t>> tokens;
 };
 
 struct RunRow {
@@ -44,6 +50,9 @@ struct RunRow {
   int64_t lead_pads = 0;           // leading kPadSlot entries
   int64_t cached = 0;              // slots already in the cache
   int64_t fresh = 0;               // slots this run feeds: [cached, cached + fresh)
+  // The row's Sampler when a token is sampled from this run's last position: with sampled tokens,
+  // the run draws its uniform (Sampler::next_uniform) for the graph.
+  Sampler* sampler = nullptr;
 };
 
 class DecoderRunner {
@@ -54,27 +63,39 @@ class DecoderRunner {
   // the session runs on a device and the graph has greedy_output.h's output (a CPU session's never
   // does). Returns whether they will.
   bool take_greedy_tokens(bool wanted);
-  bool takes_greedy_tokens() const { return greedy_tokens_; }
+  // Whether runs take the token of each row with a sampler from the graph's draw (device_sampling.h)
+  // under `params` instead of its logits: possible likewise, when the graph has that output. A run
+  // does when each such row's token follows the last position the graph computes (always with one
+  // position of logits per row; else when the row is as wide as the run). Returns whether they may.
+  bool take_sampled_tokens(bool wanted, const SamplingParams& params);
 
   // Runs batch rows [first, first + rows.size()) and stores what row i has at its last fed slot in
-  // last.logits[first + i] (vocab floats), or with greedy tokens in last.greedy_tokens[first + i].
-  // Grows the cache first; advances it after.
+  // last.tokens[first + i] when the run takes the graph's tokens, else in last.logits[first + i]
+  // (vocab floats). Grows the cache first; advances it after.
   Status run(std::span<const RunRow> rows, size_t first, KvCache& cache, LastPositions& last);
 
  private:
+  enum class TokenSource { kLogits, kGreedy, kSampled };
+
+  TokenSource token_source(std::span<const RunRow> rows, int64_t width) const;
+  bool one_position() const;
   Status fill_inputs(std::span<const RunRow> rows, int64_t width, int64_t mask_width);
   void bind_cache(const KvCache& cache, size_t first, int64_t rows, int64_t width);
-  Status bind_logits(int64_t rows, int64_t width);
+  Status bind_logits(int64_t rows, int64_t width, TokenSource source);
   Status check_presents(const KvCache& cache) const;
-  Status collect(std::span<const RunRow> rows, size_t first, int64_t width, LastPositions& last) const;
+  Status collect(std::span<const RunRow> rows, size_t first, int64_t width, TokenSource source,
+                 LastPositions& last) const;
 
   Session& session_;
   const DecoderIo& io_;
   int32_t pad_token_id_;
   bool mask_at_capacity_;
   bool greedy_tokens_ = false;
+  bool sampled_tokens_ = false;
+  DeviceSamplingParams sampling_params_ = device_sampling_params(SamplingParams{});
+  std::vector<double> uniforms_;  // the run's, per row (kNoDraw: no token from the graph's draw)
   std::vector<Tensor> inputs_;   // reused between runs of the same shapes
-  std::vector<Tensor> outputs_;  // logits reused (on the device with greedy tokens); presents rebound every run
+  std::vector<Tensor> outputs_;  // logits reused (on the device with the graph's tokens); presents rebound every run
   std::vector<const void*> present_data_;  // where each KvBinding's present must land
 };
 

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "genai/decoder_runner.h"
+#include "genai/device_sampling.h"
 #include "genai/greedy_output.h"
 #include "genai/kv_cache.h"
 #include "genai/model_parts.h"
@@ -127,7 +128,7 @@ struct Generator::Impl {
   KvCache cache;
   DecoderRunner runner;
   std::vector<Sequence> rows;
-  LastPositions last;  // logits, or the greedy tokens when runner.takes_greedy_tokens()
+  LastPositions last;  // each row's logits, or the graph's token for it
   GenerationStats stats;
 };
 
@@ -161,8 +162,8 @@ Status Generator::Impl::init_sequences() {
   const size_t widest = longest(prompts);
   rows.resize(prompts.size());
   last.logits.resize(prompts.size());
-  last.greedy_tokens.resize(prompts.size());
-  bool plain_argmax = true;
+  last.tokens.resize(prompts.size());
+  bool plain_argmax = true, device_sampling = true;
   for (size_t b = 0; b < prompts.size(); ++b) {
     Sequence& row = rows[b];
     const size_t pads = model.io.right_padding ? 0 : widest - prompts[b].size();
@@ -176,14 +177,17 @@ Status Generator::Impl::init_sequences() {
     OG_ASSIGN_OR_RETURN(LogitProcessorChain chain,
                         make_generation_chain(sampling, min_new_tokens, model.info.eos_token_ids));
     plain_argmax = plain_argmax && takes_plain_argmax(sampling, chain);
+    device_sampling = device_sampling && takes_device_sampling(sampling, chain);
     OG_ASSIGN_OR_RETURN(Sampler sampler,
                         Sampler::create(sampling, static_cast<int32_t>(model.io.vocab_size), std::move(chain)));
     row.sampler.emplace(std::move(sampler));
     if (model.tokenizer) row.text.emplace(*model.tokenizer, params.stop_strings, params.skip_special_tokens);
   }
-  // When every row's token is the plain argmax, a device session keeps the logits on the device
-  // and hands over the argmax computed in the graph (greedy_output.h).
+  // When every row's token is the plain argmax, or a draw the graph can make, a device session
+  // keeps the logits on the device and hands over the argmax (greedy_output.h) or the draw
+  // (device_sampling.h) computed in the graph.
   runner.take_greedy_tokens(plain_argmax);
+  runner.take_sampled_tokens(device_sampling, params.sampling);
   return Status::ok();
 }
 
@@ -215,8 +219,11 @@ Status Generator::Impl::feed_rows(std::span<Sequence> batch, size_t first, int64
   for (;;) {
     int64_t width = 0, real = 0;
     for (size_t i = 0; i < batch.size(); ++i) {
-      const Sequence& row = batch[i];
-      run[i] = RunRow{row.slots, row.lead_pads, row.cached, std::min(row.size() - row.cached, chunk)};
+      Sequence& row = batch[i];
+      const int64_t fresh = std::min(row.size() - row.cached, chunk);
+      // A token is sampled after the run that feeds a running row's last pending slot.
+      Sampler* sampler = !row.finished() && row.cached + fresh == row.size() ? &*row.sampler : nullptr;
+      run[i] = RunRow{row.slots, row.lead_pads, row.cached, fresh, sampler};
       width = std::max(width, run[i].fresh);
       for (int64_t j = row.cached; j < row.cached + run[i].fresh; ++j) real += row.slots[static_cast<size_t>(j)] != kPadSlot;
     }
@@ -270,8 +277,8 @@ Status Generator::Impl::sample_all() {
       row.slots.push_back(model.info.pad_token_id);  // filler: the batch stays in lockstep
       continue;
     }
-    if (runner.takes_greedy_tokens()) {
-      row.slots.push_back(last.greedy_tokens[b]);  // what the sampler would pick from these logits
+    if (last.tokens[b]) {
+      row.slots.push_back(*last.tokens[b]);  // what the sampler would pick from these logits
     } else {
       OG_ASSIGN_OR_RETURN(SampledToken sampled, row.sampler->sample(last.logits[b], row.history()));
       row.slots.push_back(sampled.token);

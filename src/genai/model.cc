@@ -3,6 +3,7 @@
 #include <climits>
 #include <filesystem>
 
+#include "genai/device_sampling.h"
 #include "genai/greedy_output.h"
 #include "genai/logit_rows.h"
 #include "genai/model_parts.h"
@@ -114,9 +115,11 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelO
   }
   const Device device =
       options.cpu_fallback ? device_or_cpu_fallback(options.device, impl->device_fallback) : options.device;
-  // Only a device session gets the greedy tokens output: a CPU session would compute it for nothing.
+  // Only a device session gets the greedy and sampled tokens outputs: a CPU session would compute
+  // them for nothing.
   if (device.type != DeviceType::kCpu) {
     OG_RETURN_IF_ERROR(add_greedy_tokens_output(*graph_model->graph, logits_name).status().with_context(file));
+    OG_RETURN_IF_ERROR(add_sampled_tokens_output(*graph_model->graph, logits_name).status().with_context(file));
   }
   SessionOptions session_options;
   session_options.num_threads = options.num_threads;

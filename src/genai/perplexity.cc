@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "genai/decoder_inputs.h"
+#include "genai/device_sampling.h"
 #include "genai/model_parts.h"
 
 namespace onnx_genai::genai {
@@ -114,6 +115,10 @@ class WindowRunner {
         }
         case InputRole::kPastKv:
           OG_RETURN_IF_ERROR(reuse_tensor(t, dtype, Shape{1, io_.kv_heads, 0, io_.head_size}));
+          break;
+        case InputRole::kSamplingParams:
+        case InputRole::kSamplingUniforms:
+          OG_RETURN_IF_ERROR(fill_no_sampling(t, io_.roles[i], 1));  // scores need no token
           break;
       }
     }

@@ -5,6 +5,7 @@
 #include <random>
 #include <ranges>
 
+#include "genai/sampling/pick.h"
 #include "genai/sampling/random.h"
 #include "genai/sampling/softmax.h"
 #include "onnx_genai/sampling.h"
@@ -33,8 +34,6 @@ std::vector<int32_t> highest_tokens(std::span<const float> logits, size_t n) {
   for (const uint64_t key : heap) tokens.push_back(sampling::rank_key_token(key));
   return tokens;
 }
-
-Status nothing_left() { return OG_ERROR("sampling: every token has been filtered out (all logits are -inf)"); }
 
 uint64_t seed_from(const SamplingParams& params) {
   if (params.seed) return *params.seed;
@@ -80,15 +79,7 @@ Status Sampler::check_inputs(std::span<const float> logits, const TokenHistory& 
     return OG_ERROR("sampling: logits row has ", logits.size(), " entries, expected the vocabulary size ",
                     vocab_size_);
   }
-  // NaN and +inf have no softmax; -inf is a legitimate "never". `x < inf` is false for exactly
-  // those two; the branch-free pass vectorizes, the search for the culprit runs only on failure.
-  unsigned invalid = 0;
-  for (const float logit : logits) invalid |= !(logit < std::numeric_limits<float>::infinity());
-  if (invalid != 0) {
-    const auto bad = std::find_if(logits.begin(), logits.end(),
-                                  [](float logit) { return !(logit < std::numeric_limits<float>::infinity()); });
-    return OG_ERROR("sampling: logit of token ", bad - logits.begin(), " is ", *bad, " (logits must be finite or -inf)");
-  }
+  OG_RETURN_IF_ERROR(sampling::check_logits(logits));
   if (history.prompt_length > history.tokens.size()) {
     return OG_ERROR("sampling: prompt_length ", history.prompt_length, " exceeds the history's ",
                     history.tokens.size(), " tokens");
@@ -110,46 +101,15 @@ Result<SampledToken> Sampler::sample(std::span<const float> logits, const TokenH
     OG_RETURN_IF_ERROR(processor->apply(history, candidates_).with_context(
         detail::concat("sampling: ", processor->name())));
   }
-  OG_ASSIGN_OR_RETURN(const int32_t token, greedy_ ? pick_greedy() : draw());
+  OG_ASSIGN_OR_RETURN(const int32_t token, sampling::pick_token(candidates_, greedy_, [this] { return next_uniform(); },
+                                                                weights_));
   SampledToken result;
   result.token = token;
   if (logprobs_) report_logprobs(logits, result);
   return result;
 }
 
-Result<int32_t> Sampler::pick_greedy() const {
-  const std::span<const float> logits = candidates_.logits();
-  int32_t best = -1;
-  float best_logit = -std::numeric_limits<float>::infinity();
-  for (const int32_t id : candidates_.ids()) {  // ascending, and only a strictly larger logit wins
-    const float logit = logits[static_cast<size_t>(id)];
-    if (logit > best_logit) {
-      best = id;
-      best_logit = logit;
-    }
-  }
-  if (best < 0) return nothing_left();
-  return best;
-}
-
-Result<int32_t> Sampler::draw() {
-  const std::span<const float> logits = candidates_.logits();
-  const std::span<const int32_t> ids = candidates_.ids();
-  sampling::exp_weights(logits, ids, weights_);
-  const uint64_t total = sampling::fixed_total(weights_);
-  if (total == 0) return nothing_left();
-  // Inverse CDF in ascending id order. The target is uniform over [0, total) (the product can
-  // round up to total when total exceeds 2^53, hence the clamp); the running sum is exact and ends
-  // at total, so some token always passes it.
-  const double uniform = sampling::sfc64_next_double(rng_state_);
-  const uint64_t target = std::min(static_cast<uint64_t>(uniform * static_cast<double>(total)), total - 1);
-  uint64_t cumulative = 0;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    cumulative += sampling::to_fixed(weights_[i]);
-    if (cumulative > target) return ids[i];
-  }
-  return ids.back();  // unreachable: cumulative ends at total > target
-}
+double Sampler::next_uniform() { return sampling::sfc64_next_double(rng_state_); }
 
 void Sampler::report_logprobs(std::span<const float> raw_logits, SampledToken& result) {
   const bool raw = logprob_source_ == LogprobSource::kRaw;

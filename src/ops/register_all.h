@@ -23,7 +23,8 @@ class OpRegistry;
   X(fused_matmul)         \
   X(attention)            \
   X(rotary)               \
-  X(activation)
+  X(activation)           \
+  X(sampling)
 
 #define OG_DECLARE_FAMILY(family)                  \
   void register_##family##_schemas(OpRegistry&);   \

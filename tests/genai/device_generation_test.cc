@@ -6,9 +6,11 @@
 // equal a CPU session's exactly; what this checks is the device plumbing around them.
 //
 // A plain greedy run (no logit processor, no logprobs) takes its tokens from the graph's argmax
-// (src/genai/greedy_output.h): the logits stay on the device and only token ids come down, which
-// the stand-in's download count shows. Sampling, and greedy runs that need the logits on the host
-// (no_repeat_ngram from the package's defaults, logprobs), bring them down as before.
+// (src/genai/greedy_output.h), and a run sampled through temperature / top-k / top-p / min-p alone
+// from the graph's draw (src/genai/device_sampling.h) with each sequence's own seeded uniforms:
+// the logits stay on the device and only token ids come down, which the stand-in's download count
+// shows. Runs that need the logits on the host (penalties, no_repeat_ngram from the package's
+// defaults, logprobs) bring them down as before.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -152,18 +154,20 @@ TEST(DeviceGeneration, OutOfDeviceMemoryIsAnErrorAndTheModelServesTheNextRequest
 }
 
 // Runs that need each row's logits on the host bring them down (a row per sequence and step at
-// least) and still give the CPU's tokens: seeded sampling, the package's own defaults (greedy with
-// no_repeat_ngram_size 3), greedy with logprobs. Only a device session's graph has the greedy
-// tokens output.
+// least) and still give the CPU's tokens: seeded sampling with a repetition penalty, the package's
+// own defaults (greedy with no_repeat_ngram_size 3), greedy with logprobs. Only a device session's
+// graph has the greedy and sampled tokens outputs.
 TEST(DeviceGeneration, RunsThatNeedTheLogitsTakeThemToTheHost) {
   auto cpu = load(kPackage, Device::cpu());
   ASSERT_TRUE(cpu.is_ok()) << cpu.status().message();
   EXPECT_FALSE(genai::ModelAccess::parts(**cpu).io.greedy_tokens_output) << "a CPU session computes no extra output";
+  EXPECT_FALSE(genai::ModelAccess::parts(**cpu).io.sampled_tokens_output) << "a CPU session computes no extra output";
   auto prompts = encode_all(**cpu, {"And God said", "In the beginning"});
   ASSERT_TRUE(prompts.is_ok()) << prompts.status().message();
   SamplingParams sampled;
   sampled.temperature = 0.8f;
   sampled.top_k = 50;
+  sampled.repetition_penalty = 1.1f;  // a processor the graph does not run
   sampled.seed = 7;
   const SamplingParams package_defaults = (*cpu)->default_params().sampling;
   ASSERT_TRUE(package_defaults.is_greedy());
@@ -177,9 +181,10 @@ TEST(DeviceGeneration, RunsThatNeedTheLogitsTakeThemToTheHost) {
   auto device = load(kPackage, kStandIn);
   ASSERT_TRUE(device.is_ok()) << device.status().message();
   EXPECT_TRUE(genai::ModelAccess::parts(**device).io.greedy_tokens_output);
+  EXPECT_TRUE(genai::ModelAccess::parts(**device).io.sampled_tokens_output);
   constexpr int kSteps = 12;
   const int64_t row_bytes = 2 * (*device)->info().vocab_size;  // the narrowest float logits
-  const std::pair<const char*, SamplingParams> kRuns[] = {{"temperature 0.8, top_k 50", sampled},
+  const std::pair<const char*, SamplingParams> kRuns[] = {{"temperature 0.8, top_k 50, repetition_penalty 1.1", sampled},
                                                           {"package defaults", package_defaults},
                                                           {"greedy with logprobs", with_logprobs}};
   for (const auto& [what, sampling] : kRuns) {
@@ -191,6 +196,57 @@ TEST(DeviceGeneration, RunsThatNeedTheLogitsTakeThemToTheHost) {
     EXPECT_EQ(*got, *want) << what;
     EXPECT_GE(scope.device->downloaded_bytes - before, kSteps * static_cast<int64_t>(prompts->size()) * row_bytes)
         << what << ": the logits come to the host";
+  }
+}
+
+// Seeded sampling through temperature, top-k, top-p and min-p takes each token from the graph's
+// draw, given the uniform each sequence's own Sampler would have drawn: a ragged batch gives the
+// CPU session's tokens step for step, through a rewind, and no row of logits comes down. Without
+// logit rows (all S positions computed) a ragged prefill leaves the shorter rows' last logits
+// before the end, so that step samples on the host; the decode steps after it draw in the graph,
+// and the tokens are still the CPU's.
+TEST(DeviceGeneration, ASeededSampledRunDrawsInTheGraphAndGivesTheCpuTokens) {
+  genai::ModelOptions every_position;  // no logit rows: the logits of all S positions
+  every_position.num_threads = 2;
+  every_position.select_logit_rows = false;
+  auto cpu = load(kPackage, Device::cpu());
+  ASSERT_TRUE(cpu.is_ok()) << cpu.status().message();
+  auto cpu_all = genai::Model::load(kPackage.string(), every_position);
+  ASSERT_TRUE(cpu_all.is_ok()) << cpu_all.status().message();
+  auto prompts = encode_all(**cpu, {"And God said", "The quick brown fox jumps over", "In the beginning"});
+  ASSERT_TRUE(prompts.is_ok()) << prompts.status().message();
+  SamplingParams sampled;
+  sampled.temperature = 0.9f;
+  sampled.top_k = 40;
+  sampled.top_p = 0.9f;
+  sampled.min_p = 0.02f;
+  sampled.seed = 11;
+  SamplingParams plain;  // the whole distribution: the draw alone
+  plain.seed = 12;
+  for (const auto& [what, sampling] : {std::pair{"temperature 0.9, top_k 40, top_p 0.9, min_p 0.02", sampled},
+                                       std::pair{"temperature 1, nothing cut", plain}}) {
+    auto want = generate(**cpu, *prompts, sampling, 24, 10, 12);
+    ASSERT_TRUE(want.is_ok()) << what << ": " << want.status().message();
+    auto want_all = generate(**cpu_all, *prompts, sampling, 24, 10, 12);
+    ASSERT_TRUE(want_all.is_ok()) << what << ": " << want_all.status().message();
+
+    StandInMemory memory;
+    StandInScope scope(memory);
+    auto device = load(kPackage, kStandIn);
+    ASSERT_TRUE(device.is_ok()) << device.status().message();
+    const int64_t before = scope.device->downloaded_bytes;
+    auto got = generate(**device, *prompts, sampling, 24, 10, 12);
+    ASSERT_TRUE(got.is_ok()) << what << ": " << got.status().message();
+    EXPECT_EQ(*got, *want) << what;
+    EXPECT_LT(scope.device->downloaded_bytes - before, (*device)->info().vocab_size) << what << ": token ids, not logits";
+
+    genai::ModelOptions device_all = every_position;
+    device_all.device = kStandIn;
+    auto device_every_position = genai::Model::load(kPackage.string(), device_all);
+    ASSERT_TRUE(device_every_position.is_ok()) << device_every_position.status().message();
+    auto ragged = generate(**device_every_position, *prompts, sampling, 24, 10, 12);
+    ASSERT_TRUE(ragged.is_ok()) << what << ": " << ragged.status().message();
+    EXPECT_EQ(*ragged, *want_all) << what << ", every position's logits";
   }
 }
 

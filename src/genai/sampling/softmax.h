@@ -14,31 +14,29 @@
 #include <span>
 #include <vector>
 
+#include "genai/sampling/softmax_constants.h"
+
 namespace onnx_genai::sampling {
 
 // exp(x) for x <= 0 in float from IEEE-754 basic operations only (libm's exp may differ in the
 // last bit between C libraries). Cody-Waite reduction x = k*ln2 + r with |r| <= ln2/2, a degree-7
 // Taylor polynomial (truncation < 1e-8 relative; rounding leaves < 4e-7), and 2^k assembled from
 // bits. Below -87 the result would be subnormal: 0 instead. Float precision is what transformers'
-// float32 softmax has; it keeps the loops over a row branch-free and vectorizable.
+// float32 softmax has; it keeps the loops over a row branch-free and vectorizable. The constants
+// live in softmax_constants.h, shared with the CUDA sampler's twin of this function.
 inline float exp_nonpositive(float x) {
-  constexpr float kLog2e = 1.44269504f;
-  constexpr float kLn2Hi = 0.693359375f;  // few mantissa bits, so k * kLn2Hi is exact
-  constexpr float kLn2Lo = -2.12194440e-4f;
-  // Adding 1.5 * 2^23 rounds to the nearest integer and leaves it in the low mantissa bits.
-  constexpr float kRoundingShift = 0x1.8p23f;
-  const bool representable = x > -87.0f;  // false for NaN too
-  const float clamped = representable ? x : -87.0f;
-  const float shifted = clamped * kLog2e + kRoundingShift;
-  const float k = shifted - kRoundingShift;
-  const float r = (clamped - k * kLn2Hi) - k * kLn2Lo;
-  // sum r^n / n! for n <= 7, in Horner form (constants rather than a table keep the loop vectorizable).
-  float poly = 1.0f / 5040.0f;
-  poly = poly * r + 1.0f / 720.0f;
-  poly = poly * r + 1.0f / 120.0f;
-  poly = poly * r + 1.0f / 24.0f;
-  poly = poly * r + 1.0f / 6.0f;
-  poly = poly * r + 0.5f;
+  const bool representable = x > kExpLowest;  // false for NaN too
+  const float clamped = representable ? x : kExpLowest;
+  const float shifted = clamped * kExpLog2e + kExpRoundingShift;
+  const float k = shifted - kExpRoundingShift;
+  const float r = (clamped - k * kExpLn2Hi) - k * kExpLn2Lo;
+  // Horner's form (constants rather than a table keep the loop vectorizable).
+  float poly = kExpPoly7;
+  poly = poly * r + kExpPoly6;
+  poly = poly * r + kExpPoly5;
+  poly = poly * r + kExpPoly4;
+  poly = poly * r + kExpPoly3;
+  poly = poly * r + kExpPoly2;
   poly = poly * r + 1.0f;
   poly = poly * r + 1.0f;
   // The low 9 bits of `shifted` hold k mod 512; k + 127 in [1, 127] is 2^k's biased exponent.
@@ -47,10 +45,6 @@ inline float exp_nonpositive(float x) {
   const uint32_t keep_mask = 0u - static_cast<uint32_t>(representable);
   return std::bit_cast<float>(std::bit_cast<uint32_t>(poly * two_to_k) & keep_mask);
 }
-
-// A weight is at most kWeightScale, so a vocabulary of up to kMaxVocabulary tokens sums below 2^64.
-constexpr double kWeightScale = 0x1p44;
-constexpr int64_t kMaxVocabulary = int64_t{1} << 20;
 
 // A float weight in [0, 1] in fixed point: the scaling is exact, the conversion truncates. (Through
 // int64, which the value always fits: a direct unsigned conversion costs a branch on x86.)

@@ -17,6 +17,7 @@ void register_layout_cuda_kernels(OpRegistry& registry);
 void register_softmax_cuda_kernels(OpRegistry& registry);
 void register_logical_cuda_kernels(OpRegistry& registry);
 void register_mean_cuda_kernels(OpRegistry& registry);
+void register_sampling_cuda_kernels(OpRegistry& registry);
 void register_rotary_cuda_kernels(OpRegistry& registry);
 
 inline void register_all_cuda_kernels(OpRegistry& registry) {
@@ -31,6 +32,7 @@ inline void register_all_cuda_kernels(OpRegistry& registry) {
   register_softmax_cuda_kernels(registry);
   register_logical_cuda_kernels(registry);
   register_mean_cuda_kernels(registry);
+  register_sampling_cuda_kernels(registry);
   register_rotary_cuda_kernels(registry);
 }
 

@@ -1,0 +1,110 @@
+#include "genai/device_sampling.h"
+
+#include <algorithm>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "genai/decoder_inputs.h"
+#include "genai/sampling/pick.h"
+#include "ops/schema/sampling.h"
+
+namespace onnx_genai::genai {
+
+namespace {
+
+bool is_graph_output(const Graph& graph, const Value* value) {
+  return std::find(graph.outputs.begin(), graph.outputs.end(), value) != graph.outputs.end();
+}
+
+Value* add_input(Graph& graph, const char* name, DType dtype, std::vector<Dim> dims) {
+  Value* input = graph.add_value(name);
+  input->dtype = dtype;
+  input->dims = std::move(dims);
+  input->is_graph_input = true;
+  graph.inputs.push_back(input);
+  return input;
+}
+
+Status fill(Tensor& t, InputRole role, int64_t rows, const DeviceSamplingParams& params, auto&& uniform) {
+  if (role == InputRole::kSamplingParams) {
+    OG_RETURN_IF_ERROR(reuse_tensor(t, DType::kF32, Shape{rows, kSampleParamCount}));
+    for (int64_t b = 0; b < rows; ++b) std::copy(params.begin(), params.end(), t.data<float>() + b * kSampleParamCount);
+    return Status::ok();
+  }
+  if (role != InputRole::kSamplingUniforms) return OG_ERROR("internal error: input role ", static_cast<int>(role), " is no sampling input");
+  OG_RETURN_IF_ERROR(reuse_tensor(t, DType::kF64, Shape{rows}));
+  for (int64_t b = 0; b < rows; ++b) t.data<double>()[b] = uniform(b);
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<bool> add_sampled_tokens_output(Graph& graph, const std::string& logits_name) {
+  Value* logits = graph.find_value(logits_name);
+  if (logits == nullptr || !is_graph_output(graph, logits) || (logits->dims && logits->dims->size() != 3)) return false;
+  for (const char* name : {kSampledTokensOutput, kSamplingParamsInput, kSamplingUniformsInput}) {
+    if (graph.find_value(name) != nullptr) return OG_ERROR("the decoder already has a value named '", name, "'");
+  }
+  const Dim batch = logits->dims ? logits->dims->front() : Dim{-1, "batch_size"};
+  Value* params = add_input(graph, kSamplingParamsInput, DType::kF32, {batch, Dim{kSampleParamCount, ""}});
+  Value* uniforms = add_input(graph, kSamplingUniformsInput, DType::kF64, {batch});
+  Value* tokens = graph.add_value(kSampledTokensOutput);
+  tokens->dtype = DType::kI64;
+  tokens->dims = std::vector<Dim>{batch};
+  graph.outputs.push_back(tokens);
+
+  auto sample = std::make_unique<Node>();
+  sample->name = std::string(kSampledTokensOutput) + "/" + SampleTokensParams::kOpType;
+  sample->domain = SampleTokensParams::kDomain;
+  sample->op_type = SampleTokensParams::kOpType;
+  sample->opset = 1;
+  sample->inputs = {logits, params, uniforms};
+  sample->outputs = {tokens};
+  graph.add_node(std::move(sample));
+  OG_RETURN_IF_ERROR(graph.finalize().with_context("adding the sampled tokens output"));
+  return true;
+}
+
+bool takes_device_sampling(const SamplingParams& params, const LogitProcessorChain& chain) {
+  if (params.is_greedy() || params.logprobs) return false;
+  if (params.min_p > 0.0f && params.min_p < kSampleMinPExactFloor) return false;
+  return std::all_of(chain.begin(), chain.end(), [](const std::unique_ptr<LogitProcessor>& processor) {
+    const std::string_view name = processor->name();
+    return name == "temperature" || name == "top_k" || name == "top_p" || name == "min_p";
+  });
+}
+
+DeviceSamplingParams device_sampling_params(const SamplingParams& params) {
+  DeviceSamplingParams row{};
+  row[kSampleTemperature] = params.temperature;
+  row[kSampleTopK] = static_cast<float>(params.top_k);  // exact up to 2^24; any k >= the vocabulary keeps all
+  row[kSampleTopP] = params.top_p;
+  row[kSampleMinP] = params.min_p;
+  return row;
+}
+
+Status fill_sampling_input(Tensor& t, InputRole role, const DeviceSamplingParams& params,
+                           std::span<const double> uniforms) {
+  return fill(t, role, static_cast<int64_t>(uniforms.size()), params,
+              [uniforms](int64_t b) { return uniforms[static_cast<size_t>(b)]; });
+}
+
+Status fill_no_sampling(Tensor& t, InputRole role, int64_t rows) {
+  return fill(t, role, rows, device_sampling_params(SamplingParams{}), [](int64_t) { return kNoDraw; });
+}
+
+Result<int32_t> sampled_token(const Tensor& tokens, int64_t row, int64_t vocab) {
+  const int64_t token = tokens.data<int64_t>()[row];
+  if (token >= 0 && token < vocab) return static_cast<int32_t>(token);
+  switch (token) {
+    case kSampleNothingLeft: return sampling::nothing_left();
+    case kSampleInvalidLogits:
+      return OG_ERROR("sampling: a logit is NaN or +inf (logits must be finite or -inf)");
+    default:
+      return OG_ERROR("decoder output '", kSampledTokensOutput, "' gave ", token, " for batch row ", row,
+                      ", not a token of the vocabulary [0, ", vocab, ")");
+  }
+}
+
+}  // namespace onnx_genai::genai

@@ -1,0 +1,70 @@
+// Sampling computed in the decoder graph, so that a sampled step on a GPU brings B token ids to
+// the host instead of B rows of logits (152k floats per row for Qwen), as greedy_output.h does
+// for greedy steps.
+//
+// At load, the graph of a session on a device (never a CPU session's: there the host sampler
+// reads the logits where they are) gets two inputs and one output around onnx_genai SampleTokens
+// (ops/schema/sampling.h), the host Sampler's pick computed where the logits are:
+//
+//   onnx_genai.sampled_tokens = SampleTokens(logits,                         int64 [B]
+//                                            onnx_genai.sampling_params,     f32 [B, 4]
+//                                            onnx_genai.sampling_uniforms)   f64 [B]
+//
+// Each row's token is the one its Sampler would draw from the logits of its last position, when
+// the op is given the uniform that Sampler's own generator would have drawn next
+// (Sampler::next_uniform): a seeded run gives the CPU session's tokens. The op runs on every run of
+// the decoder; rows asking for no token (uniform -1: greedy and host-sampled runs, perplexity)
+// cost it nothing.
+//
+// When every sequence's chain is temperature / top-k / top-p / min-p alone (takes_device_sampling),
+// the DecoderRunner keeps the logits on the device for each run whose rows' tokens follow their
+// last position, draws the uniforms, and hands over the op's tokens; the generator then samples
+// nothing on the host.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "genai/decoder_io.h"
+#include "graph/graph.h"
+#include "onnx_genai/sampling.h"
+#include "onnx_genai/status.h"
+#include "ops/schema/sampling_layout.h"
+
+namespace onnx_genai::genai {
+
+inline constexpr const char* kSampledTokensOutput = "onnx_genai.sampled_tokens";
+inline constexpr const char* kSamplingParamsInput = "onnx_genai.sampling_params";
+inline constexpr const char* kSamplingUniformsInput = "onnx_genai.sampling_uniforms";
+// A row's uniform when it asks for no token.
+inline constexpr double kNoDraw = -1.0;
+
+using DeviceSamplingParams = std::array<float, kSampleParamCount>;
+
+// Adds the op, its inputs and its output when `logits_name` is a graph output of rank 3 (or of
+// unknown rank); returns whether it did.
+Result<bool> add_sampled_tokens_output(Graph& graph, const std::string& logits_name);
+
+// Whether a sequence sampled with `params` through `chain` (its whole processor chain, as
+// make_logit_processors or make_generation_chain built it from `params`) draws exactly what the op
+// draws: a sampled (not greedy) chain of temperature, top_k, top_p and min_p steps only, no
+// logprobs, and no min_p so small that only its log decides (sampling_layout.h).
+bool takes_device_sampling(const SamplingParams& params, const LogitProcessorChain& chain);
+
+// The op's params row for `params`.
+DeviceSamplingParams device_sampling_params(const SamplingParams& params);
+
+// Sizes and fills `t`, the decoder input of `role` (kSamplingParams or kSamplingUniforms), for
+// uniforms.size() rows: `params` in every row, and each row's uniform (kNoDraw: no token).
+Status fill_sampling_input(Tensor& t, InputRole role, const DeviceSamplingParams& params,
+                           std::span<const double> uniforms);
+// The same for `rows` rows that ask for no token.
+Status fill_no_sampling(Tensor& t, InputRole role, int64_t rows);
+
+// Row `row`'s token from the op's output (int64 [rows] on the host): an error when the op found
+// none (the host Sampler's error for the same logits), or when it lies outside [0, vocab).
+Result<int32_t> sampled_token(const Tensor& tokens, int64_t row, int64_t vocab);
+
+}  // namespace onnx_genai::genai

@@ -1,0 +1,167 @@
+// onnx_genai SampleTokens on the CPU against the host Sampler (include/onnx_genai/sampling.h): for
+// every row of many random batches (sampling_cases.h), the op's token given the uniform a seeded
+// Sampler would draw next (Sampler::next_uniform of its twin) must be the token that Sampler
+// samples from the same row, and a row the Sampler fails must get the matching code. Then the
+// op's contract on shapes and dtypes.
+//
+// Recipe for the op (ops/schema/sampling.h): the schema in ops/schema/sampling.cc, the CPU kernel
+// in ops/cpu/sampling.cc (the Sampler's own code, genai/sampling/), the CUDA kernel in
+// ops/cuda/sampling*.{cc,cu}, held to the CPU kernel by tests/cuda/sampling_test.cc over the same
+// cases (sampling_cases.h).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <optional>
+#include <string>
+
+#include "genai/sampling/pick.h"
+#include "ops/op_test_util.h"
+#include "ops/sampling_cases.h"
+
+namespace onnx_genai::testing {
+namespace {
+
+Result<std::vector<Tensor>> sample_tokens(const std::vector<Tensor>& inputs) {
+  return OpCall("SampleTokens", 1, "onnx_genai").run(inputs);
+}
+
+// What row b must give: the seeded Sampler's token, or the code for why there is none. Sets the
+// row's uniform to the one that Sampler draws (unless the row asks for no token or is invalid).
+int64_t expected_token(SampleTokensCase& c, int64_t b, uint64_t seed) {
+  const float* p = c.params.data<float>() + b * kSampleParamCount;
+  double& uniform = c.uniforms.data<double>()[b];
+  if (uniform < 0.0) return kSampleNoToken;
+  const float top_k = p[kSampleTopK];
+  if (!(std::isfinite(top_k) && top_k >= 0.0f && top_k == std::floor(top_k)) || !(uniform < 1.0)) {
+    return kSampleInvalidParams;
+  }
+  SamplingParams params;
+  params.temperature = p[kSampleTemperature];
+  params.top_k = static_cast<int32_t>(top_k);  // the cases' top_k fit
+  params.top_p = p[kSampleTopP];
+  params.min_p = p[kSampleMinP];
+  params.seed = seed;
+  const auto vocab = static_cast<int32_t>(c.logits.shape()[2]);
+  auto sampler = Sampler::create(params, vocab);
+  auto twin = Sampler::create(params, vocab);
+  if (!sampler.is_ok() || !twin.is_ok()) return kSampleInvalidParams;
+  uniform = twin->next_uniform();
+  const std::vector<float> row = sampled_row(c.logits, b);
+  const Result<SampledToken> sampled = sampler->sample(row, {});
+  if (sampled.is_ok()) return sampled->token;
+  if (!sampling::check_logits(row).is_ok()) return kSampleInvalidLogits;
+  EXPECT_EQ(sampled.status().message(), sampling::nothing_left().message());
+  return kSampleNothingLeft;
+}
+
+void expect_samplers_tokens(SampleTokensCase c, uint64_t seed) {
+  std::vector<int64_t> want;
+  for (int64_t b = 0; b < c.logits.shape()[0]; ++b) want.push_back(expected_token(c, b, seed + static_cast<uint64_t>(b)));
+  auto got = sample_tokens({c.logits, c.params, c.uniforms});
+  ASSERT_TRUE(got.is_ok()) << c.name << ": " << got.status().message();
+  ASSERT_EQ((*got)[0].shape(), Shape{c.logits.shape()[0]}) << c.name;
+  const std::vector<int64_t> tokens = values_of<int64_t>((*got)[0]);
+  for (size_t b = 0; b < want.size(); ++b) {
+    const float* p = c.params.data<float>() + b * kSampleParamCount;
+    EXPECT_EQ(tokens[b], want[b]) << c.name << " row " << b << ": temperature " << p[kSampleTemperature] << ", top_k "
+                                  << p[kSampleTopK] << ", top_p " << p[kSampleTopP] << ", min_p " << p[kSampleMinP];
+  }
+}
+
+TEST(SampleTokens, EveryRowIsTheSeededSamplersToken) {
+  std::mt19937 rng(20240611);
+  uint64_t seed = 1;
+  for (const DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
+    for (const int64_t vocab : {1, 2, 7, 64, 1000, 5003}) {
+      for (int trial = 0; trial < 6; ++trial) {
+        const std::string name = std::string(dtype_name(dtype)) + " V=" + std::to_string(vocab) + " #" + std::to_string(trial);
+        expect_samplers_tokens(make_case(name, dtype, 24, 1 + trial % 3, vocab, rng), seed);
+        seed += 100;
+      }
+    }
+  }
+}
+
+TEST(SampleTokens, QwenSizedRowsAreTheSeededSamplersTokens) {
+  std::mt19937 rng(7);
+  expect_samplers_tokens(make_case("f32 V=151936", DType::kF32, 12, 1, 151936, rng), 99);
+  expect_samplers_tokens(make_case("bf16 V=151936", DType::kBF16, 6, 1, 151936, rng), 199);
+}
+
+// A seeded Sampler drawing step after step, and the op fed that Sampler's next uniforms: one
+// sequence, as the generator samples it on a device.
+TEST(SampleTokens, AStepByStepDrawFollowsTheSamplersGenerator) {
+  SamplingParams params;
+  params.temperature = 0.8f;
+  params.top_k = 40;
+  params.top_p = 0.9f;
+  params.min_p = 0.02f;
+  params.seed = 42;
+  constexpr int32_t kVocab = 3000;
+  auto host = Sampler::create(params, kVocab);
+  auto device = Sampler::create(params, kVocab);
+  ASSERT_TRUE(host.is_ok() && device.is_ok());
+  std::mt19937 rng(3);
+  for (int step = 0; step < 50; ++step) {
+    const std::vector<float> row = make_logits(step % 2 ? RowKind::kNormal : RowKind::kGrid, kVocab, rng);
+    const auto want = host->sample(row, {});
+    ASSERT_TRUE(want.is_ok()) << want.status().message();
+    const Tensor params_row = Tensor::from_vector<float>(Shape{1, kSampleParamCount}, {0.8f, 40.0f, 0.9f, 0.02f});
+    auto got = sample_tokens({Tensor::from_vector<float>(Shape{1, 1, kVocab}, row), params_row,
+                              Tensor::from_vector<double>(Shape{1}, {device->next_uniform()})});
+    ASSERT_TRUE(got.is_ok()) << got.status().message();
+    EXPECT_EQ((*got)[0].data<int64_t>()[0], want->token) << "step " << step;
+  }
+}
+
+TEST(SampleTokens, BadShapesAndDtypesAreErrors) {
+  const auto logits = [](DType dtype, Shape shape) { return Tensor::allocate(dtype, std::move(shape)).value(); };
+  const Tensor params = logits(DType::kF32, Shape{2, kSampleParamCount});
+  const Tensor uniforms = logits(DType::kF64, Shape{2});
+  const Tensor good = logits(DType::kF32, Shape{2, 1, 10});
+  ASSERT_TRUE(sample_tokens({good, params, uniforms}).is_ok());
+  const std::pair<std::vector<Tensor>, const char*> kBad[] = {
+      {{good, logits(DType::kF32, Shape{2, 3}), uniforms}, "params must be [batch, 4]"},
+      {{good, logits(DType::kF32, Shape{3, kSampleParamCount}), uniforms}, "params must be [batch, 4]"},
+      {{good, params, logits(DType::kF64, Shape{2, 1})}, "uniforms must be [batch]"},
+      {{logits(DType::kF32, Shape{2, 10}), params, uniforms}, "logits must be [batch, positions >= 1, vocab]"},
+      {{logits(DType::kF32, Shape{2, 0, 10}), params, uniforms}, "logits must be [batch, positions >= 1, vocab]"},
+      {{logits(DType::kF32, Shape{2, 1, 0}), params, uniforms}, "the vocabulary (logits dim 2) must be in [1, 1048576]"},
+      {{logits(DType::kF32, Shape{2, 1, (1 << 20) + 1}), params, uniforms}, "must be in [1, 1048576]"},
+      {{logits(DType::kI32, Shape{2, 1, 10}), params, uniforms}, "logits must be float32, float16 or bfloat16"},
+      {{good, logits(DType::kF64, Shape{2, kSampleParamCount}), uniforms}, "params must be float32"},
+      {{good, params, logits(DType::kF32, Shape{2})}, "uniforms must be float64"},
+  };
+  for (const auto& [inputs, message] : kBad) {
+    auto result = sample_tokens(inputs);
+    ASSERT_FALSE(result.is_ok()) << message;
+    EXPECT_NE(result.status().message().find(message), std::string::npos) << result.status().message();
+  }
+}
+
+// Each check of the contract on its own: the same row with one parameter or uniform out of range.
+TEST(SampleTokens, InvalidParamsAndUniformsGiveTheirCode) {
+  const std::vector<float> row = {1.0f, 2.0f, 3.0f};
+  const std::pair<std::array<float, kSampleParamCount>, double> kCases[] = {
+      {{-0.5f, 0, 1, 0}, 0.5},  {{NAN, 0, 1, 0}, 0.5},   {{1, -1, 1, 0}, 0.5},  {{1, 1.5f, 1, 0}, 0.5},
+      {{1, INFINITY, 1, 0}, 0.5}, {{1, 0, 0, 0}, 0.5},  {{1, 0, 1.5f, 0}, 0.5}, {{1, 0, 1, -0.1f}, 0.5},
+      {{1, 0, 1, 2}, 0.5},      {{1, 0, 1, 0}, 1.0},     {{1, 0, 1, 0}, NAN},    {{0, 0, 1, 0}, 2.0},
+  };
+  for (const auto& [p, uniform] : kCases) {
+    auto got = sample_tokens({Tensor::from_vector<float>(Shape{1, 1, 3}, row),
+                              Tensor::from_vector<float>(Shape{1, kSampleParamCount}, std::vector<float>(p.begin(), p.end())),
+                              Tensor::from_vector<double>(Shape{1}, {uniform})});
+    ASSERT_TRUE(got.is_ok()) << got.status().message();
+    EXPECT_EQ((*got)[0].data<int64_t>()[0], kSampleInvalidParams)
+        << "temperature " << p[0] << " top_k " << p[1] << " top_p " << p[2] << " min_p " << p[3] << " uniform " << uniform;
+  }
+  // A negative uniform asks for no token: nothing else is looked at.
+  auto skipped = sample_tokens({Tensor::from_vector<float>(Shape{1, 1, 3}, {NAN, NAN, NAN}),
+                                Tensor::from_vector<float>(Shape{1, kSampleParamCount}, {-1, -1, -1, -1}),
+                                Tensor::from_vector<double>(Shape{1}, {-1.0})});
+  ASSERT_TRUE(skipped.is_ok()) << skipped.status().message();
+  EXPECT_EQ((*skipped)[0].data<int64_t>()[0], kSampleNoToken);
+}
+
+}  // namespace
+}  // namespace onnx_genai::testing
