@@ -1,14 +1,21 @@
 // The device fusions (fusion_passes.h). A fusion rewrites the first node of its pattern in place
 // (its position already has every input the fused node reads, and every reader of the pattern's
 // output comes later) and detaches the others, which eliminate_dead_nodes then drops: the node
-// order stays topological without re-finalizing the graph, which would also drop the links of
-// values read inside If branches.
+// order stays topological without re-sorting. The sibling fusion is the exception: its new Split
+// must stand between the joined projection and the first reader of any sibling, which may precede
+// the other siblings, so it re-sorts the graph (Graph::finalize). That keeps every link the plan
+// reads: a value read inside an If branch is one of the If node's implicit inputs, which finalize
+// links like explicit ones; the branch nodes' own links to it never outlive loading, where the
+// enclosing graph's finalize rebuilds its values' links from its own nodes.
 #include "runtime/fusion_passes.h"
 
 #include <algorithm>
 #include <cstring>
 #include <initializer_list>
+#include <memory>
 #include <optional>
+#include <set>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -53,10 +60,14 @@ Value* other_operand(const Node& node, const Value* v) {
 }
 
 // A fusion applies only where the device has a kernel for what it makes.
+bool has_kernel(const Node& node, DeviceType kernels, std::span<const DType> input_dtypes) {
+  return OpRegistry::instance().find_kernel(node, kernels, input_dtypes).is_ok();
+}
+
 bool has_kernel(const Node& node, DeviceType kernels) {
   std::vector<DType> dtypes;
   for (const Value* in : node.inputs) dtypes.push_back(in != nullptr ? in->dtype : DType::kUndefined);
-  return OpRegistry::instance().find_kernel(node, kernels, dtypes).is_ok();
+  return has_kernel(node, kernels, dtypes);
 }
 
 // Unlinks `node` from what it reads and writes and empties it: eliminate_dead_nodes removes it.
@@ -91,6 +102,58 @@ void take_output(Node* node, Value* out) {
 }
 
 bool is_matmul_nbits(const Node* node) { return is_op(node, kMicrosoft, "MatMulNBits"); }
+
+// Two MatMulNBits quantised alike over the same A: equal K, bits, block_size and accuracy_level,
+// no g_idx, no input past the bias. Their weights' rows then hold the same bytes per output.
+bool same_quantization(const Node& a, const Node& b) {
+  if (a.input(P::kA) == nullptr || a.input(P::kA) != b.input(P::kA)) return false;
+  for (const Node* node : {&a, &b}) {
+    if (node->input(P::kGIdx) != nullptr || node->inputs.size() > P::kBias + 1) return false;
+  }
+  for (const char* name : {"K", "block_size", "accuracy_level"}) {
+    if (a.attrs.get_int(name, 0) != b.attrs.get_int(name, 0)) return false;
+  }
+  return a.attrs.get_int("bits", 4) == b.attrs.get_int("bits", 4);
+}
+
+// Weights `a` of a projection with `na` outputs and `b` of one with `nb`: both absent, or both
+// constant with one whole-byte dtype and equal dims except along `axis`, where each output owns
+// the same count of entries. Joined along `axis`, b's output i is then the join's output na + i.
+bool same_output_layout(const Value* a, const Value* b, int axis, int64_t na, int64_t nb) {
+  if (a == nullptr || b == nullptr) return a == nullptr && b == nullptr;
+  if (!a->is_constant() || !b->is_constant() || na <= 0 || nb <= 0) return false;
+  const Shape& sa = a->initializer.shape();
+  const Shape& sb = b->initializer.shape();
+  const DType dtype = a->initializer.dtype();
+  if (dtype != b->initializer.dtype() || dtype_bits(dtype) % 8 != 0 || sa.rank() != sb.rank() || sa.rank() <= axis) {
+    return false;
+  }
+  for (int d = 0; d < sa.rank(); ++d) {
+    if (d != axis && sa[d] != sb[d]) return false;
+  }
+  return sa[axis] % na == 0 && sb[axis] % nb == 0 && sa[axis] / na == sb[axis] / nb;
+}
+
+// A new value named `name` (made unique).
+Value* add_fresh_value(Graph& graph, std::string name) {
+  while (graph.find_value(name) != nullptr) name += "_";
+  return graph.add_value(std::move(name));
+}
+
+// A new initializer the graph owns.
+Value* add_constant(Graph& graph, std::string name, Tensor value) {
+  Value* v = add_fresh_value(graph, std::move(name));
+  v->dtype = value.dtype();
+  v->initializer = std::move(value);
+  return v;
+}
+
+// Weights nothing reads any more are released (a copied model would otherwise hold them twice).
+void release_unread(const Graph& graph, const std::vector<Value*>& weights) {
+  for (Value* v : weights) {
+    if (v->consumers.empty() && !is_graph_output(graph, v)) v->initializer = Tensor();
+  }
+}
 
 }  // namespace
 
@@ -134,31 +197,15 @@ struct SwiGLUMatch {
 
 constexpr int kWeightSlots[] = {P::kB, P::kScales, P::kZeroPoints, P::kBias};
 
-// Row i of every weight input of `gate` and `up` must sit at the same bytes (equal shapes and
-// dtypes, rows evenly split by N), all constant; the same optional inputs; no g_idx.
+// Row i of every weight input of `gate` and `up` must sit at the same bytes (4- or 8-bit weights of
+// equal N, quantised alike, the same optional inputs), all constant.
 bool interleavable(const Node& gate, const Node& up) {
   const int64_t n = gate.attrs.get_int("N", 0);
-  if (n <= 0 || gate.input(P::kA) != up.input(P::kA) || gate.input(P::kGIdx) != nullptr ||
-      up.input(P::kGIdx) != nullptr || gate.inputs.size() > P::kBias + 1 || up.inputs.size() > P::kBias + 1) {
-    return false;
-  }
-  for (const char* name : {"K", "N", "block_size", "accuracy_level"}) {
-    if (gate.attrs.get_int(name, 0) != up.attrs.get_int(name, 0)) return false;
-  }
-  if (gate.attrs.get_int("bits", 4) != 4 || up.attrs.get_int("bits", 4) != 4) return false;
-  for (int slot : kWeightSlots) {
-    const Value* g = gate.input(static_cast<size_t>(slot));
-    const Value* u = up.input(static_cast<size_t>(slot));
-    if ((g == nullptr) != (u == nullptr)) return false;
-    if (g == nullptr) continue;
-    if (!g->is_constant() || !u->is_constant()) return false;
-    const Tensor& gt = g->initializer;
-    if (gt.dtype() != u->initializer.dtype() || gt.shape() != u->initializer.shape() || gt.shape().rank() < 1 ||
-        gt.shape()[0] % n != 0 || gt.nbytes() % n != 0) {
-      return false;
-    }
-  }
-  return true;
+  if (n != up.attrs.get_int("N", 0) || !same_quantization(gate, up)) return false;
+  return std::all_of(std::begin(kWeightSlots), std::end(kWeightSlots), [&](int slot) {
+    const auto i = static_cast<size_t>(slot);
+    return same_output_layout(gate.input(i), up.input(i), 0, n, n);
+  });
 }
 
 std::optional<SwiGLUMatch> match_swiglu(const Graph& graph, Node* sigmoid) {
@@ -198,16 +245,6 @@ Result<Tensor> interleave_rows(const Tensor& gate, const Tensor& up, int64_t n) 
   return rows;
 }
 
-// A new initializer the graph owns, named after `like` (made unique).
-Value* add_constant(Graph& graph, const std::string& like, Tensor value) {
-  std::string name = like + "/swiglu_interleaved";
-  while (graph.find_value(name) != nullptr) name += "_";
-  Value* v = graph.add_value(name);
-  v->dtype = value.dtype();
-  v->initializer = std::move(value);
-  return v;
-}
-
 // The gate node becomes the fused node, where it stands (its inputs are ready there, and Y's
 // readers all follow the out Mul, which follows it); the other four are detached.
 Status fuse(Graph& graph, const SwiGLUMatch& m) {
@@ -226,16 +263,13 @@ Status fuse(Graph& graph, const SwiGLUMatch& m) {
   for (Node* gone : {m.up, m.sigmoid, m.gate_mul, m.out_mul}) detach(gone);
   for (auto& [slot, rows] : weights) {
     const auto i = static_cast<size_t>(slot);
-    set_input(fused, i, add_constant(graph, fused->input(i)->name, std::move(rows)));
+    set_input(fused, i, add_constant(graph, fused->input(i)->name + "/swiglu_interleaved", std::move(rows)));
   }
   fused->domain = MatMulNBitsSwiGLUParams::kDomain;
   fused->op_type = MatMulNBitsSwiGLUParams::kOpType;
   fused->opset = 1;
   take_output(fused, y);
-  // Weights nothing reads any more are released (a copied model would otherwise hold them twice).
-  for (Value* v : replaced) {
-    if (v->consumers.empty() && !is_graph_output(graph, v)) v->initializer = Tensor();
-  }
+  release_unread(graph, replaced);
   return Status::ok();
 }
 
@@ -262,11 +296,163 @@ Result<int> fuse_matmul_nbits_swiglu(Graph& graph, DeviceType kernels) {
   return fused;
 }
 
+namespace {
+
+// A projection of activation A (input 0) by constant weights, as the sibling fusion sees it.
+struct Projection {
+  Node* node = nullptr;
+  int64_t n = 0;                // output width
+  int n_axis = 0;               // the axis of each weight input along which its outputs run
+  std::vector<size_t> weight_slots;
+};
+
+// MatMulNBits keeps B, scales, zero points and bias output-major (axis 0); MatMul(A, W) counts a
+// 2-D weight W [K, N] along axis 1.
+std::optional<Projection> as_projection(Node* node) {
+  if (node == nullptr || node->input(0) == nullptr) return std::nullopt;
+  if (is_matmul_nbits(node)) {
+    return Projection{node, node->attrs.get_int("N", 0), 0, {P::kB, P::kScales, P::kZeroPoints, P::kBias}};
+  }
+  if (!is_op(node, "", "MatMul") || node->inputs.size() != 2) return std::nullopt;
+  const Value* w = node->inputs[1];
+  if (w == nullptr || !w->is_constant() || w->initializer.rank() != 2) return std::nullopt;
+  return Projection{node, w->initializer.shape()[1], 1, {1}};
+}
+
+// Whether `other` computes what `leader` computes, from the same A, for other output columns.
+bool joinable(const Projection& leader, const Projection& other) {
+  const Node& a = *leader.node;
+  const Node& b = *other.node;
+  if (a.domain != b.domain || a.op_type != b.op_type || a.input(0) != b.input(0)) return false;
+  if (is_matmul_nbits(&a) && !same_quantization(a, b)) return false;
+  return std::all_of(leader.weight_slots.begin(), leader.weight_slots.end(), [&](size_t slot) {
+    return same_output_layout(a.input(slot), b.input(slot), leader.n_axis, leader.n, other.n);
+  });
+}
+
+// `leader` and the readers of its A that can join it, none already taken, leader first.
+std::vector<Projection> siblings_of(const Projection& leader, const std::set<const Node*>& taken) {
+  std::vector<Projection> group{leader};
+  for (Node* reader : leader.node->input(0)->consumers) {
+    const bool seen = std::any_of(group.begin(), group.end(), [&](const Projection& p) { return p.node == reader; });
+    if (seen || taken.count(reader) != 0) continue;
+    std::optional<Projection> candidate = as_projection(reader);
+    if (candidate && joinable(leader, *candidate)) group.push_back(*candidate);
+  }
+  return group;
+}
+
+// Split reads its sizes from input 1 from this opset on (before, from an attribute).
+constexpr int kSplitSizesAsInput = 13;
+
+std::unique_ptr<Node> split_along_last_axis(std::string name) {
+  auto split = std::make_unique<Node>();
+  split->name = std::move(name);
+  split->op_type = "Split";
+  split->opset = kSplitSizesAsInput;
+  split->attrs.set("axis", Attribute{.kind = Attribute::Kind::kInt, .i = -1});
+  return split;
+}
+
+// The joined node keeps the leader's op, opset and input dtypes, so the leader's kernel lookup
+// answers for it; the Split cuts values of the leader's output dtype.
+bool device_runs_joined(const Projection& leader, DeviceType kernels) {
+  const DType split_inputs[] = {leader.node->outputs[0]->dtype, DType::kI64};
+  return has_kernel(*leader.node, kernels) && has_kernel(*split_along_last_axis(""), kernels, split_inputs);
+}
+
+// `parts` (dims equal except along `axis`) joined along `axis`: for each index of the dims
+// before `axis`, each part's run of bytes in turn.
+Result<Tensor> join(const std::vector<const Tensor*>& parts, int axis) {
+  std::vector<int64_t> dims = parts[0]->shape().dims();
+  dims[static_cast<size_t>(axis)] = 0;
+  for (const Tensor* part : parts) dims[static_cast<size_t>(axis)] += part->shape()[axis];
+  OG_ASSIGN_OR_RETURN(Tensor joined, Tensor::allocate(parts[0]->dtype(), Shape(std::move(dims))));
+  const int64_t outer = joined.shape().numel(0, axis);
+  auto* dst = static_cast<char*>(joined.raw());
+  for (int64_t o = 0; o < outer; ++o) {
+    for (const Tensor* part : parts) {
+      const auto run = static_cast<size_t>(part->nbytes() / outer);
+      std::memcpy(dst, static_cast<const char*>(part->raw()) + o * run, run);
+      dst += run;
+    }
+  }
+  return joined;
+}
+
+// The leader becomes one node over the joined weights, where it stands; a new Split (ordered by
+// the caller's re-sort) gives each sibling's output value back, so their readers are untouched.
+Status join_siblings(Graph& graph, const std::vector<Projection>& group) {
+  Node* joined = group[0].node;
+  std::vector<std::pair<size_t, Tensor>> weights;
+  std::vector<Value*> replaced;
+  for (size_t slot : group[0].weight_slots) {
+    if (joined->input(slot) == nullptr) continue;
+    std::vector<const Tensor*> parts;
+    for (const Projection& p : group) {
+      parts.push_back(&p.node->input(slot)->initializer);
+      replaced.push_back(p.node->input(slot));
+    }
+    OG_ASSIGN_OR_RETURN(Tensor weight, join(parts, group[0].n_axis));
+    weights.emplace_back(slot, std::move(weight));
+  }
+  std::vector<int64_t> widths;
+  std::vector<Value*> outputs;
+  for (const Projection& p : group) {
+    widths.push_back(p.n);
+    outputs.push_back(p.node->outputs[0]);
+  }
+  for (size_t i = 1; i < group.size(); ++i) detach(group[i].node);
+  for (auto& [slot, weight] : weights) {
+    set_input(joined, slot, add_constant(graph, joined->input(slot)->name + "/joined", std::move(weight)));
+  }
+  int64_t width = 0;
+  for (int64_t w : widths) width += w;
+  if (is_matmul_nbits(joined)) joined->attrs.set("N", Attribute{.kind = Attribute::Kind::kInt, .i = width});
+  Value* product = add_fresh_value(graph, outputs[0]->name + "/joined");
+  product->dtype = outputs[0]->dtype;
+  take_output(joined, product);
+
+  Node* split = graph.add_node(split_along_last_axis(joined->name + "/split"));
+  const auto count = static_cast<int64_t>(widths.size());
+  Value* sizes = add_constant(graph, joined->name + "/split_sizes", Tensor::from_vector(Shape{count}, widths));
+  split->inputs = {product, sizes};
+  for (Value* in : split->inputs) in->consumers.push_back(split);
+  split->outputs = outputs;
+  for (Value* out : outputs) out->producer = split;
+  release_unread(graph, replaced);
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<int> fuse_sibling_projections(Graph& graph, DeviceType kernels) {
+  std::vector<std::vector<Projection>> groups;
+  std::set<const Node*> taken;
+  // A node joins the group of the first earlier node it can join (the checks are equalities), so
+  // each group's leader is its first member in node order.
+  for (const auto& owned : graph.nodes()) {
+    const std::optional<Projection> leader = as_projection(owned.get());
+    if (!leader || taken.count(leader->node) != 0) continue;
+    std::vector<Projection> group = siblings_of(*leader, taken);
+    for (const Projection& p : group) taken.insert(p.node);
+    if (group.size() >= 2 && device_runs_joined(*leader, kernels)) groups.push_back(std::move(group));
+  }
+  for (const std::vector<Projection>& group : groups) OG_RETURN_IF_ERROR(join_siblings(graph, group));
+  if (!groups.empty()) OG_RETURN_IF_ERROR(graph.finalize(graph.outer()));
+  return static_cast<int>(groups.size());
+}
+
 Result<int> fuse_for_device(Graph& graph, DeviceType kernels) {
+  // Biases first: a projection's bias is part of the SwiGLU and of the siblings' joined weights.
+  // SwiGLU before siblings: a gate/up pair joined into one MatMulNBits and a Split would no longer
+  // match the SwiGLU pattern, whose one node also replaces the Sigmoid and both Muls; the
+  // MatMulNBitsSwiGLU it makes is no projection the sibling pass joins.
   const int biases = fuse_matmul_nbits_bias(graph, kernels);
   OG_ASSIGN_OR_RETURN(const int mlps, fuse_matmul_nbits_swiglu(graph, kernels));
+  OG_ASSIGN_OR_RETURN(const int siblings, fuse_sibling_projections(graph, kernels));
   graph.eliminate_dead_nodes();
-  return biases + mlps;
+  return biases + mlps + siblings;
 }
 
 }  // namespace onnx_genai

@@ -22,15 +22,26 @@ namespace onnx_genai {
 // of Adds removed.
 int fuse_matmul_nbits_bias(Graph& graph, DeviceType kernels);
 
-// g = MatMulNBits(A, Wg), u = MatMulNBits(A, Wu) with equal attributes (4-bit), constant
+// g = MatMulNBits(A, Wg), u = MatMulNBits(A, Wu) with equal attributes (4 or 8 bits), constant
 // weights and the same zero-point form, and Y = Mul(Mul(g, Sigmoid(g)), u) (any operand order),
 // the intermediates read by nothing else: one onnx_genai MatMulNBitsSwiGLU node
 // (ops/schema/fused_matmul.h) whose weights are new initializers interleaving Wg's and Wu's rows.
 // Returns the number of MLPs fused; an error only when the new weights cannot be allocated.
 Result<int> fuse_matmul_nbits_swiglu(Graph& graph, DeviceType kernels);
 
-// Both (bias first: a projection's bias is part of the SwiGLU fusion), then removes the nodes
-// they replaced. Returns the number of patterns fused.
+// Two or more projections of one activation A by constant weights that differ only in their
+// output width N_i: MatMulNBits(A, W_i) quantised alike (K, bits, block_size, accuracy_level,
+// the same optional inputs in the same form, bias included), or MatMul(A, W_i) with W_i [K, N_i]
+// of one dtype. They become one node of their op over new initializers joining the weights along
+// N (the N-major rows of B, scales, zero points and bias; the columns of W), and a Split (axis
+// -1) of its product into the original output values, whose readers stay as they were: a decode
+// step streams the q/k/v (or a gate/up pair without SwiGLU) weights in one GEMV. Re-sorts the
+// graph when it fuses. Returns the number of groups joined; an error only when the new weights
+// cannot be allocated.
+Result<int> fuse_sibling_projections(Graph& graph, DeviceType kernels);
+
+// All three in that order (fusion_passes.cc says why), then removes the nodes they replaced.
+// Returns the number of patterns fused.
 Result<int> fuse_for_device(Graph& graph, DeviceType kernels);
 
 }  // namespace onnx_genai
