@@ -1,9 +1,12 @@
-// MatMulNBits (4-bit) GEMV / small-M GEMM on the GPU against the device's measured copy
-// bandwidth (the roofline of a kernel that streams its weights once).
+// MatMulNBits (4- and 8-bit) GEMV / small-M GEMM on the GPU against the device's measured copy
+// bandwidth (the roofline of a kernel that streams its weights once), and GroupQueryAttention
+// prompts on the flash kernel against the tiled one.
 //
-//   cuda_bench [json_path [case]]  (default cuda_bench.json; a markdown table goes to stdout;
+//   cuda_bench [json_path [case]]  (default cuda_bench.json; markdown tables go to stdout;
 //                                  case: run only the shapes whose "group KxN/bBLOCK" contains it,
-//                                  e.g. "gemv 18944x3584/b32", to profile one under ncu)
+//                                  e.g. "gemv 18944x3584/b32", to profile one under ncu, and the
+//                                  prompts whose "gqa-prompt f16 N32/8 D128 S<rows> past<rows>"
+//                                  does, e.g. "gqa-prompt")
 //
 // For each (K, N, block) at M = 1 and M = 8, f16 activations and scales, no zero points, and each
 // variant (kVariants: the CUDA-core kernel; the tensor-core kernel as the planner picks it, with
@@ -20,7 +23,16 @@
 // 3584 x 4608, o 3584 x 3584, down 18944 x 3584), a 152k-row vocabulary head (K = 896), and
 // Qwen2.5-0.5B's decode projections (q+k+v 896 x 1152, o 896 x 896, gate/up 896 x 4864, down
 // 4864 x 896). Then a decoder MLP's gate and up (Qwen2.5 0.5B and 7B) at M = 1 and 8, as two
-// GEMVs and fused with the SwiGLU epilogue, the fused one in every variant.
+// GEMVs and fused with the SwiGLU epilogue, the fused one in every variant. 8-bit weights (group
+// "gemv8", quantized_matmul8_kernels.h): Qwen2.5-7B's gate / up (3584 x 18944) and down
+// (18944 x 3584) and Llama-3-8B's 4096 x 4096, blocks of 32 and 128, the same variants (the deep
+// ring where the 8-bit kernel has one) and report, bytes read counting one byte per code.
+//
+// GroupQueryAttention prompts of a 7B model's attention (N32 / Nkv8, D128, f16, rotary, causal;
+// 512 and 1024 rows first, 512 after 512 cached rows) through the op's whole launch sequence
+// (rotary and append, then attention), planned onto the tiled kernel and onto the flash kernel:
+// time, TFLOP/s of the attention products (4 * N * D flops per (row, key) pair the causal mask
+// keeps), and the flash output's difference from the tiled one's.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -28,6 +40,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -35,6 +48,8 @@
 
 #include "core/cuda/device.h"
 #include "core/cuda/memory.h"
+#include "ops/cuda/attention_kernels.h"
+#include "ops/cuda/quantized_matmul8_kernels.h"
 #include "ops/cuda/quantized_matmul_kernels.h"
 #include "onnx_genai/dtype.h"
 
@@ -100,6 +115,7 @@ double copy_bandwidth(cudaStream_t stream) {
 
 struct Shape2 {
   int64_t k, n, block;
+  int bits = 4;  // of the codes: 4 or 8
 };
 
 // A kernel choice the plan is given, named for the tables.
@@ -124,7 +140,8 @@ constexpr Variant kVariants[] = {
     {"tc/serial", {K4::kTensorCore, 0, false}}};  // launched after the previous kernel ends
 
 struct Row {
-  const char* group;  // "gemv", or "gate_up" (n: the output width; "two GEMVs" is the unfused pair)
+  // "gemv", "gemv8" (8-bit codes), or "gate_up" (n: the output width; "two GEMVs" is the unfused pair)
+  const char* group;
   Shape2 shape;
   int64_t m;
   const char* variant;
@@ -156,14 +173,16 @@ std::vector<uint16_t> random_f16(size_t count, std::mt19937& rng, float lo, floa
 struct WeightCopies {
   std::vector<cuda::DeviceBuffer> codes, scales;
   size_t set_bytes = 0;
+  int bits = 4;
 };
 
 WeightCopies make_weight_copies(const Shape2& s, int64_t l2_bytes, cudaStream_t stream, std::mt19937& rng) {
   const int64_t blocks = (s.k + s.block - 1) / s.block;
-  const size_t code_bytes = static_cast<size_t>(s.n * blocks * s.block / 2);
+  const size_t code_bytes = static_cast<size_t>(s.n * blocks * s.block * s.bits / 8);
   const size_t scale_bytes = static_cast<size_t>(s.n * blocks) * 2;
   WeightCopies w;
   w.set_bytes = code_bytes + scale_bytes;
+  w.bits = s.bits;
   const auto set = static_cast<int64_t>(w.set_bytes);
   const int copies = static_cast<int>(std::max<int64_t>(2, (4 * l2_bytes + set - 1) / set));
   std::vector<uint8_t> host_codes(code_bytes);
@@ -178,33 +197,45 @@ WeightCopies make_weight_copies(const Shape2& s, int64_t l2_bytes, cudaStream_t 
   return w;
 }
 
-// Microseconds per launch group of `args` over the weight copies: per copy, `parts` launches on
-// consecutive slices of args.n rows (separate projections in one buffer), captured once as a
-// CUDA graph and replayed (no launch gaps in the timing, and a check that the kernel is
-// capture-safe). A failed launch ends the capture and comes back as the error.
-Result<double> time_launches(cuda::MatMulNBits4Args args, const WeightCopies& w, cudaStream_t stream, int parts = 1) {
+// Milliseconds per replay (the median) of a CUDA graph of what `queue` launches on `stream`: no
+// launch gaps in the timing, and a check that the kernels are capture-safe. A failed launch ends
+// the capture and comes back as the error.
+Result<double> replay_ms(cudaStream_t stream, const std::function<Status()>& queue) {
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
   OG_RETURN_IF_ERROR(check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture"));
-  Status launched = Status::ok();
-  const int64_t slice_codes = args.n * args.blocks * args.block_size / 2, slice_scales = args.n * args.blocks * 2;
-  for (size_t c = 0; c < w.codes.size() && launched.is_ok(); ++c) {
-    for (int part = 0; part < parts && launched.is_ok(); ++part) {
-      args.b = static_cast<const uint8_t*>(w.codes[c].data()) + part * slice_codes;
-      args.scales = static_cast<const char*>(w.scales[c].data()) + part * slice_scales;
-      launched = cuda::launch_matmul_nbits4(args, stream);
-    }
-  }
+  const Status launched = queue();
   const Status captured = check(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture");
-  if (!launched.is_ok() || !captured.is_ok()) {
+  Status ready = !launched.is_ok() ? launched : captured;
+  if (ready.is_ok()) ready = check(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
+  if (!ready.is_ok()) {
     if (graph != nullptr) cudaGraphDestroy(graph);
     cudaGetLastError();  // the launch error is reported, not left for the next call
-    return launched.is_ok() ? captured : launched;
+    return ready;
   }
-  OG_RETURN_IF_ERROR(check(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate"));
   const double ms = median_ms(stream, [&] { BENCH_CHECK(check(cudaGraphLaunch(exec, stream), "cudaGraphLaunch")); });
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
+  return ms;
+}
+
+// Microseconds per launch group of `args` over the weight copies: per copy, `parts` launches on
+// consecutive slices of args.n rows (separate projections in one buffer), replayed as one graph.
+Result<double> time_launches(cuda::MatMulNBits4Args args, const WeightCopies& w, cudaStream_t stream, int parts = 1) {
+  const int64_t slice_codes = args.n * args.blocks * args.block_size * w.bits / 8;
+  const int64_t slice_scales = args.n * args.blocks * 2;
+  const auto launch_all = [&]() -> Status {
+    for (size_t c = 0; c < w.codes.size(); ++c) {
+      for (int part = 0; part < parts; ++part) {
+        args.b = static_cast<const uint8_t*>(w.codes[c].data()) + part * slice_codes;
+        args.scales = static_cast<const char*>(w.scales[c].data()) + part * slice_scales;
+        OG_RETURN_IF_ERROR(w.bits == 8 ? cuda::launch_matmul_nbits8(args, stream)
+                                       : cuda::launch_matmul_nbits4(args, stream));
+      }
+    }
+    return Status::ok();
+  };
+  OG_ASSIGN_OR_RETURN(const double ms, replay_ms(stream, launch_all));
   return ms * 1e3 / static_cast<double>(w.codes.size());
 }
 
@@ -230,7 +261,8 @@ Row measure(const char* group, const Shape2& s, cuda::MatMulNBits4Args args, con
             cuda::MatMulNBits4Choice choice, const WeightCopies& weights, const cuda::DeviceBuffer& y,
             const cuda::DeviceBuffer* reference, size_t outputs, cudaStream_t stream, int parts = 1) {
   Row row{group, s, args.m, name, NAN, static_cast<double>(weights.set_bytes), false, false, 1, NAN, ""};
-  const Status planned = cuda::plan_matmul_nbits4(args, choice);
+  const Status planned =
+      weights.bits == 8 ? cuda::plan_matmul_nbits8(args, choice) : cuda::plan_matmul_nbits4(args, choice);
   args.y = y.data();
   const Result<double> us = planned.is_ok() ? time_launches(args, weights, stream, parts) : Result<double>(planned);
   if (us.is_ok()) {
@@ -272,8 +304,8 @@ void bench_shape(const Shape2& s, int64_t l2_bytes, cudaStream_t stream, std::mt
     const cuda::DeviceBuffer y = value_or_exit(cuda::DeviceBuffer::allocate(outputs * 2));
     for (const Variant& v : kVariants) {
       const bool first = &v == &kVariants[0];
-      rows.push_back(measure("gemv", s, f16_args(m, s.n, s, a), v.name, v.choice, weights, first ? reference : y,
-                             first ? nullptr : &reference, outputs, stream));
+      rows.push_back(measure(s.bits == 8 ? "gemv8" : "gemv", s, f16_args(m, s.n, s, a), v.name, v.choice, weights,
+                             first ? reference : y, first ? nullptr : &reference, outputs, stream));
     }
   }
   BENCH_CHECK(check(cudaStreamSynchronize(stream), "cudaStreamSynchronize"));
@@ -304,6 +336,122 @@ void bench_gate_up(const Shape2& s, int64_t l2_bytes, cudaStream_t stream, std::
     }
   }
   BENCH_CHECK(check(cudaStreamSynchronize(stream), "cudaStreamSynchronize"));
+}
+
+// ---- GroupQueryAttention prompts ----
+
+// A prompt of q_len rows after `past` cached rows, 7B attention shape (N32 / Nkv8, D128, f16,
+// rotary, causal), into the runtime's shared cache (present is the past buffer).
+struct PromptCase {
+  int64_t q_len, past;
+  std::string name() const {
+    return "gqa-prompt f16 N32/8 D128 S" + std::to_string(q_len) + " past" + std::to_string(past);
+  }
+};
+
+struct PromptRow {
+  std::string name;
+  const char* variant;  // "tiled" (forced onto gqa_attention_kernel) or "flash" (the planner's)
+  double us = NAN, tflops = NAN;
+  double difference = NAN;  // the flash output against the tiled one's: max |y - ref| / max |ref|
+  std::string error;
+};
+
+cuda::GqaArgs prompt_args(const PromptCase& p) {
+  cuda::GqaArgs a;
+  a.dtype = DType::kF16;
+  a.batch = 1;
+  a.q_len = a.kv_len = p.q_len;
+  a.num_heads = 32;
+  a.kv_heads = 8;
+  a.head_size = 128;
+  a.past_len = a.present_len = p.past + p.q_len;
+  a.first_prompt = p.past == 0;
+  a.scale = 1.0f / std::sqrt(static_cast<float>(a.head_size));
+  a.do_rotary = true;
+  a.rotary_dim = a.head_size;
+  a.rotary_rows = a.present_len;
+  a.query_row = a.num_heads * a.head_size;
+  a.new_kv_row = a.kv_heads * a.head_size;
+  return a;
+}
+
+// S = Q K^T and O = P V: 2 * 2 * D flops per head and (row, key) pair the causal mask keeps.
+double prompt_flops(const cuda::GqaArgs& a, const PromptCase& p) {
+  const double pairs = static_cast<double>(p.q_len) * static_cast<double>(p.past) +
+                       static_cast<double>(p.q_len) * static_cast<double>(p.q_len + 1) / 2.0;
+  return 4.0 * static_cast<double>(a.num_heads * a.head_size) * pairs;
+}
+
+// Times the op's launches for the case on the tiled kernel, then on the flash kernel (checked
+// against the tiled output). Replays rewrite the same new cache rows, so both read one cache.
+void bench_prompt(const PromptCase& p, cudaStream_t stream, std::mt19937& rng, std::vector<PromptRow>& rows) {
+  const cuda::GqaArgs shape = prompt_args(p);
+  const auto random_rows = [&](int64_t count, int64_t width) {
+    const std::vector<uint16_t> host = random_f16(static_cast<size_t>(count * width), rng, -1.0f, 1.0f);
+    cuda::DeviceBuffer buffer = value_or_exit(cuda::DeviceBuffer::allocate(host.size() * 2));
+    BENCH_CHECK(cuda::copy_to_device(buffer.data(), host.data(), host.size() * 2, stream));
+    return buffer;
+  };
+  const cuda::DeviceBuffer query = random_rows(p.q_len, shape.query_row);
+  const cuda::DeviceBuffer new_k = random_rows(p.q_len, shape.new_kv_row), new_v = random_rows(p.q_len, shape.new_kv_row);
+  const cuda::DeviceBuffer cache_k = random_rows(shape.kv_heads * shape.present_len, shape.head_size);
+  const cuda::DeviceBuffer cache_v = random_rows(shape.kv_heads * shape.present_len, shape.head_size);
+  const cuda::DeviceBuffer cos = random_rows(shape.rotary_rows, shape.rotary_dim / 2);
+  const cuda::DeviceBuffer sin = random_rows(shape.rotary_rows, shape.rotary_dim / 2);
+  const int32_t last = static_cast<int32_t>(p.past + p.q_len - 1);
+  const cuda::DeviceBuffer seqlens = value_or_exit(cuda::DeviceBuffer::allocate(sizeof(last)));
+  BENCH_CHECK(cuda::copy_to_device(seqlens.data(), &last, sizeof(last), stream));
+  const size_t outputs = static_cast<size_t>(p.q_len * shape.query_row);
+  const cuda::DeviceBuffer reference = value_or_exit(cuda::DeviceBuffer::allocate(outputs * 2));
+  const cuda::DeviceBuffer y = value_or_exit(cuda::DeviceBuffer::allocate(outputs * 2));
+  using Kernel = cuda::GqaPromptKernel;
+  for (const auto& [variant, kernel] : {std::pair{"tiled", Kernel::kTiled}, std::pair{"flash", Kernel::kAuto}}) {
+    const bool first = kernel == Kernel::kTiled;
+    PromptRow row{p.name(), variant};
+    cuda::GqaArgs a = shape;
+    a.prompt_kernel = kernel;
+    Status planned = cuda::plan_gqa(a);
+    if (planned.is_ok() && !first && a.prompt_dims == 0) planned = OG_ERROR("the flash prompt kernel was not planned");
+    Result<cuda::DeviceBuffer> workspace =
+        planned.is_ok() ? cuda::DeviceBuffer::allocate(std::max<size_t>(a.workspace_bytes, 16)) : Result<cuda::DeviceBuffer>(planned);
+    Result<double> ms = 0.0;
+    if (!workspace.is_ok()) {
+      ms = workspace.status();
+    } else {
+      a.query = query.data(), a.new_k = new_k.data(), a.new_v = new_v.data();
+      a.past_k = a.present_k = cache_k.data();
+      a.past_v = a.present_v = cache_v.data();
+      a.shared_kv = true;
+      a.seqlens_k = static_cast<const int32_t*>(seqlens.data());
+      a.cos_cache = cos.data(), a.sin_cache = sin.data();
+      a.out = first ? reference.data() : y.data();
+      a.workspace = workspace->data();
+      ms = replay_ms(stream, [&] { return cuda::launch_gqa(a, stream); });
+    }
+    if (ms.is_ok()) {
+      row.us = *ms * 1e3;
+      row.tflops = prompt_flops(a, p) / (row.us * 1e-6) / 1e12;
+      if (!first) row.difference = relative_difference(y, reference, outputs, stream);
+    } else {
+      row.error = ms.status().message();
+      std::fprintf(stderr, "cuda_bench: %s %s: %s\n", row.name.c_str(), variant, row.error.c_str());
+    }
+    rows.push_back(row);
+  }
+  BENCH_CHECK(check(cudaStreamSynchronize(stream), "cudaStreamSynchronize"));
+}
+
+// One line per prompt case: the tiled and the flash kernel side by side (rows come in pairs).
+void print_prompts(const std::vector<PromptRow>& rows) {
+  if (rows.empty()) return;
+  std::printf("\n| GQA prompt (append + attention) | tiled us | tiled TFLOP/s | flash us | flash TFLOP/s | flash "
+              "speed-up | flash vs tiled |\n|---|---|---|---|---|---|---|\n");
+  for (size_t i = 0; i + 1 < rows.size(); i += 2) {
+    const PromptRow &tiled = rows[i], &flash = rows[i + 1];
+    std::printf("| %s | %.1f | %.1f | %.1f | %.1f | %.2fx | %.3g |\n", tiled.name.c_str(), tiled.us, tiled.tflops, flash.us,
+                flash.tflops, tiled.us / flash.us, flash.difference);
+  }
 }
 
 double fraction_of_copy(const Row& r, double copy_bw) { return r.weight_bytes / (r.us * 1e-6) / copy_bw; }
@@ -361,7 +509,8 @@ void print_summary(const std::vector<Row>& rows, double copy_bw) {
   }
 }
 
-void write_json(const std::vector<Row>& rows, const cuda::DeviceInfo& device, double copy_bw, std::ofstream& json) {
+void write_json(const std::vector<Row>& rows, const std::vector<PromptRow>& prompts, const cuda::DeviceInfo& device,
+                double copy_bw, std::ofstream& json) {
   json << "{\n  \"device\": \"" << device.to_string() << "\",\n  \"copy_bandwidth_gbs\": " << copy_bw / 1e9
        << ",\n  \"activations\": \"f16\",\n  \"results\": [\n";
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -375,6 +524,13 @@ void write_json(const std::vector<Row>& rows, const cuda::DeviceInfo& device, do
          << ", \"block_k_splits\": " << r.block_k_splits
          << ", \"difference\": " << json_number(r.difference) << ", \"error\": \"" << r.error << "\"}"
          << (i + 1 < rows.size() ? ",\n" : "\n");
+  }
+  json << "  ],\n  \"gqa_prompts\": [\n";
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const PromptRow& r = prompts[i];
+    json << "    {\"case\": \"" << r.name << "\", \"variant\": \"" << r.variant << "\", \"us\": " << json_number(r.us)
+         << ", \"tflops\": " << json_number(r.tflops) << ", \"difference\": " << json_number(r.difference)
+         << ", \"error\": \"" << r.error << "\"}" << (i + 1 < prompts.size() ? ",\n" : "\n");
   }
   json << "  ]\n}\n";
 }
@@ -408,19 +564,33 @@ int run(int argc, char** argv) {
   for (const Shape2 mlp : {Shape2{896, 4864, 32}, Shape2{3584, 18944, 32}, Shape2{3584, 18944, 128}}) {
     if (selected("gate_up", mlp)) bench_gate_up(mlp, device.l2_bytes, stream, rng, rows);
   }
+  for (const Shape2 base : {Shape2{3584, 18944, 0}, Shape2{18944, 3584, 0}, Shape2{4096, 4096, 0}}) {
+    for (int64_t block : {int64_t{32}, int64_t{128}}) {
+      const Shape2 s{base.k, base.n, block, 8};
+      if (selected("gemv8", s)) bench_shape(s, device.l2_bytes, stream, rng, rows);
+    }
+  }
+  std::vector<PromptRow> prompts;
+  for (const PromptCase prompt : {PromptCase{512, 0}, PromptCase{1024, 0}, PromptCase{512, 512}}) {
+    if (prompt.name().find(only) != std::string::npos) bench_prompt(prompt, stream, rng, prompts);
+  }
   cudaStreamDestroy(stream);
 
   std::printf("device: %s\ncopy bandwidth (read + write): %.0f GB/s\n\n", device.to_string().c_str(), copy_bw / 1e9);
   std::printf("f16, no zero points; cells: time in us (weights read / copy bandwidth, K splits); gate_up: N is\n"
-              "the output width, weights 2N x K, the variants fused with SwiGLU; every variant in the JSON.\n\n");
-  print_summary(rows, copy_bw);
-  // Every variant computes what the CUDA-core kernel does: f32 accumulation in another order.
+              "the output width, weights 2N x K, the variants fused with SwiGLU; gemv8: 8-bit codes; every\n"
+              "variant in the JSON.\n\n");
+  if (!rows.empty()) print_summary(rows, copy_bw);
+  print_prompts(prompts);
+  // Every variant computes what the reference kernel does: f32 accumulation in another order (the
+  // flash kernel also rounds probabilities to f16 for its P.V product).
   double worst = 0;
   for (const Row& r : rows) worst = std::isnan(r.difference) ? worst : std::max(worst, r.difference);
+  for (const PromptRow& r : prompts) worst = std::isnan(r.difference) ? worst : std::max(worst, r.difference);
   std::printf("\noutputs against the reference kernel's: worst max|y - ref| / max|ref| = %.3g%s\n", worst,
               worst > 1e-2 ? "  <-- MISMATCH" : "");
   std::ofstream json(json_path);
-  write_json(rows, device, copy_bw, json);
+  write_json(rows, prompts, device, copy_bw, json);
   return json ? 0 : 1;
 }
 

@@ -2,7 +2,8 @@
 // prompt cases (ragged seqlens_k, shared and separate past/present, packed and separate QKV, GQA
 // ratios, head sizes, rotary variants, softcap, local windows, bias / head sink / smooth softmax,
 // f32 / f16 / bf16), decodes split over long caches, short steps (S = 2..16 after a past, short
-// prompts), timed decodes and short steps, and inputs the CUDA kernel rejects.
+// prompts), prompts on the flash kernel (S = 17..1024) and the steps it is planned for, timed
+// decodes and short steps, and inputs the CUDA kernel rejects.
 //
 // Shared past/present (the runtime's KV cache) cannot go through the harness's run_on_cuda,
 // which gives every output its own buffer: run_gqa below passes the past buffers as present on
@@ -13,6 +14,7 @@
 
 #include "core/cuda/cuda_check.h"
 #include "cuda_test_util.h"
+#include "ops/cuda/attention_kernels.h"
 #include "ops/schema/attention.h"
 
 namespace onnx_genai::testing {
@@ -525,7 +527,7 @@ TEST_F(GroupQueryAttentionCuda, LongContextShortStepMatchesCpu) {
 
 // An 8-token step (a speculative-decoding verify) against the 1-token decode, f16 N32/8 D128 B1,
 // shared cache, rotary: one run prints both and their ratio. S 16 is the kernel's longest step;
-// S 17 runs on the prompt kernel (what every S > 1 step ran on before).
+// S 17 runs on the flash prompt kernel (every S > 1 step ran on the tiled one before).
 TEST_F(GroupQueryAttentionCuda, ShortStepTiming) {
   for (int64_t keys : {128, 4096}) {
     double decode_us = 0;
@@ -548,6 +550,112 @@ TEST_F(GroupQueryAttentionCuda, ShortStepTiming) {
                   static_cast<long long>(keys), static_cast<long long>(q_len), timed.us_per_run, timed.us_per_run / decode_us);
     }
   }
+}
+
+// First prompts on the flash kernel (f16 / bf16, S > 16, head sizes up to 128): 17 to 1024 rows
+// (one row tile to 16, and ends inside a tile), GQA ratios 1 / 4 / 7 and the 7B shape (N32/8),
+// head sizes 64 / 128 and 72 / 80 (72 padded to whole mma K steps), rotary variants, packed QKV,
+// shared caches with spare capacity.
+TEST_F(GroupQueryAttentionCuda, FlashPromptMatchesCpu) {
+  struct Flash {
+    int64_t q_len, kv_heads, ratio, head_size;
+  };
+  const Flash cases[] = {{17, 2, 1, 64},  {17, 1, 7, 128},  {64, 2, 4, 128},  {64, 1, 7, 64},   {100, 2, 4, 64},
+                         {100, 1, 1, 128}, {130, 2, 2, 80},  {200, 1, 4, 72},  {512, 2, 4, 128}, {512, 1, 7, 64},
+                         {512, 8, 4, 128}, {1024, 1, 4, 128}, {1024, 1, 1, 64}};
+  int trial = 0;
+  for (const Flash& f : cases) {
+    for (DType dtype : {DType::kF16, DType::kBF16}) {
+      GqaCase c;
+      c.dtype = dtype;
+      c.batch = 1;
+      c.q_len = c.total_len = f.q_len;
+      c.kv_heads = f.kv_heads;
+      c.num_heads = f.kv_heads * f.ratio;
+      c.head_size = f.head_size;
+      c.packed = trial % 3 == 1;
+      set_rotary(c, trial);
+      c.shared = trial % 4 == 2;
+      c.past_len = c.shared ? c.total_len + 24 : 0;
+      c.seqlens = {static_cast<int32_t>(c.q_len - 1)};
+      check(c);
+      ++trial;
+    }
+  }
+}
+
+// The flash kernel's masks and bounds: ragged batches of first prompts (rows past an entry's
+// length see all its keys), prompts after a past (a chunked prefill: the diagonal off the tile
+// grid), local windows (tiles below the window skipped), non-causal prompts, softcap / smooth
+// softmax / head sink, shared and separate caches, no present outputs, position ids.
+TEST_F(GroupQueryAttentionCuda, FlashPromptMasksMatchCpu) {
+  constexpr DType kHalfTypes[] = {DType::kF16, DType::kBF16};
+  for (int trial = 0; trial < 32; ++trial) {
+    GqaCase c;
+    c.dtype = kHalfTypes[trial % 2];
+    c.kv_heads = pick({1, 2});
+    c.num_heads = c.kv_heads * pick({1, 4, 7});
+    c.head_size = pick({64, 128});
+    c.packed = trial % 5 == 3;
+    set_rotary(c, trial / 2);
+    c.softcap = trial % 7 == 5 ? 1.5f : 0.0f;
+    c.smooth = trial % 9 == 4;
+    c.sink = trial % 9 == 7;
+    c.present = trial % 8 != 6;
+    const int kind = trial % 4;  // 0, 1: ragged first prompts (1: windowed); 2, 3: after a past (3: windowed)
+    if (kind < 2) {
+      c.q_len = c.total_len = pick({17, 64, 100, 300});
+      c.causal = trial % 8 != 4;
+      c.window = c.causal && kind == 1 ? uniform(1, 150) : -1;
+      c.shared = c.present && trial % 3 == 0;
+      c.past_len = c.shared ? c.total_len + uniform(0, 40) : 0;
+      c.seqlens = {static_cast<int32_t>(c.q_len - 1), static_cast<int32_t>(uniform(0, c.q_len - 1)),
+                   static_cast<int32_t>(uniform(0, c.q_len - 1))};
+    } else {
+      c.batch = 1;
+      c.q_len = pick({17, 64, 100, 512});
+      const int64_t past = uniform(1, 700);
+      c.total_len = past + c.q_len;
+      c.window = kind == 3 ? uniform(1, 300) : -1;
+      c.shared = c.present && trial % 3 != 2;
+      c.past_len = c.shared ? c.total_len + uniform(0, 40) : past;
+      c.seqlens = {static_cast<int32_t>(c.total_len - 1)};
+    }
+    check(c);
+  }
+}
+
+// Which steps plan_gqa gives the flash kernel: f16 / bf16 steps longer than the tensor-core
+// decode's with head sizes up to 128; not f32, attention_bias, head size 256, or a plan forced
+// onto the tiled kernel (the benchmark's baseline).
+TEST_F(GroupQueryAttentionCuda, FlashPromptPlannedWhereSupported) {
+  using K = cuda::GqaPromptKernel;
+  const auto flash_dims = [](DType dtype, int64_t q_len, int64_t head_size, int64_t bias_keys, K kernel) {
+    cuda::GqaArgs a;
+    a.dtype = dtype;
+    a.batch = 1;
+    a.q_len = a.kv_len = a.present_len = q_len;
+    a.num_heads = 32;
+    a.kv_heads = 8;
+    a.head_size = head_size;
+    a.first_prompt = true;
+    a.scale = 0.125f;
+    a.bias_keys = bias_keys;
+    a.query_row = a.num_heads * head_size;
+    a.new_kv_row = a.kv_heads * head_size;
+    a.prompt_kernel = kernel;
+    const Status planned = cuda::plan_gqa(a);
+    EXPECT_TRUE(planned.is_ok()) << planned.message();
+    return a.prompt_dims;
+  };
+  EXPECT_EQ(flash_dims(DType::kF16, 512, 128, 0, K::kAuto), 128);
+  EXPECT_EQ(flash_dims(DType::kBF16, 17, 64, 0, K::kAuto), 64);
+  EXPECT_EQ(flash_dims(DType::kF16, 100, 80, 0, K::kAuto), 128);
+  EXPECT_EQ(flash_dims(DType::kF16, 16, 128, 0, K::kAuto), 0);  // the tensor-core decode's
+  EXPECT_EQ(flash_dims(DType::kF32, 512, 128, 0, K::kAuto), 0);
+  EXPECT_EQ(flash_dims(DType::kF16, 512, 256, 0, K::kAuto), 0);
+  EXPECT_EQ(flash_dims(DType::kF16, 512, 128, 512, K::kAuto), 0);
+  EXPECT_EQ(flash_dims(DType::kF16, 512, 128, 0, K::kTiled), 0);
 }
 
 // Inputs the kernels reject: the message names the node.

@@ -151,6 +151,16 @@ Status plan_tensor_core_decode(GqaArgs& a);
 template <typename T>
 Status launch_tensor_core_decode(const GqaArgs& a, cudaStream_t stream);
 
+// ---- attention_prompt_kernels.cu: the flash prompt kernel (f16 / bf16, steps the decode kernel
+// does not take) ----
+// Plans it for `a` (host-side, once per plan): prompt_dims stays 0 where it does not support the
+// step (the tiled prompt kernel runs instead). The launch queues it on `stream`; it reads the
+// rotated queries and the present cache that gqa_append_kernel and gqa_copy_past_kernel leave.
+template <typename T>
+Status plan_flash_prompt(GqaArgs& a);
+template <typename T>
+Status launch_flash_prompt(const GqaArgs& a, cudaStream_t stream);
+
 // ---- attention_kernels.cu ----
 // gqa_combine_kernel over a split decode's partials; `after_prior` launches it as a programmatic
 // dependent of the kernel before it.

@@ -5,7 +5,8 @@
 // (attention_decode_kernels.cu), after gqa_copy_past_kernel when present is not the past buffer.
 //
 // Longer prompts, and every step in f32 (no f32 tensor-core product with f32 accuracy): up to four
-// launches.
+// launches. In f16 / bf16, step 3 is the flash prompt kernel (attention_prompt_kernels.cu:
+// tensor cores, 64 query rows of one head a block) wherever it supports the step.
 //   1. gqa_append_kernel     grid (S, B): per new token, rotates the query heads (do_rotary) into
 //                            the workspace [B, S, N, D] (rounded to T, as the CPU does) and writes
 //                            the token's K (rotated) and V rows into present at row offset_b + s.
@@ -444,7 +445,8 @@ Status plan_decode_split(GqaArgs& a) {
 }
 
 // The tensor-core decode kernel for f16 / bf16 steps of up to kTensorCoreMaxRows query rows
-// (where its shared memory fits), else the prompt kernel (split over the KV length for a decode).
+// (where its shared memory fits), else in f16 / bf16 the flash prompt kernel (where it supports
+// the step), else the tiled prompt kernel (split over the KV length for a decode).
 template <typename T>
 Status plan_kernels_for(GqaArgs& a) {
   if constexpr (!std::is_same_v<T, float>) {
@@ -452,6 +454,8 @@ Status plan_kernels_for(GqaArgs& a) {
       OG_RETURN_IF_ERROR(plan_tensor_core_decode<T>(a));
       if (a.decode_dims > 0) return Status::ok();
     }
+    OG_RETURN_IF_ERROR(plan_flash_prompt<T>(a));
+    if (a.prompt_dims > 0) return Status::ok();
   }
   const auto raise_limit = a.vectors_per_block == 8 ? raise_smem_limit<T, 8> : raise_smem_limit<T, 16>;
   OG_RETURN_IF_ERROR(raise_limit());
@@ -459,7 +463,8 @@ Status plan_kernels_for(GqaArgs& a) {
 }
 
 // The tensor-core decode (after the past rows' copy when present is not the past buffer), else
-// the prompt kernels (and the combine of a split f32 decode).
+// the append and copy, then the flash or the tiled prompt kernel (and the combine of a split f32
+// decode).
 template <typename T>
 Status launch_kernels_for(const GqaArgs& a, cudaStream_t s) {
   const bool decode = a.decode_dims > 0;
@@ -472,6 +477,7 @@ Status launch_kernels_for(const GqaArgs& a, cudaStream_t s) {
   }
   if constexpr (!std::is_same_v<T, float>) {
     if (decode) return launch_tensor_core_decode<T>(a, s);
+    if (a.prompt_dims > 0) return launch_flash_prompt<T>(a, s);
   }
   const dim3 grid(static_cast<unsigned>(a.head_slices * a.row_tiles * a.chunks), static_cast<unsigned>(a.kv_heads),
                   static_cast<unsigned>(a.batch));
@@ -517,6 +523,7 @@ Status plan_gqa(GqaArgs& a) {
   a.chunk_len = a.present_len;
   a.decode_dims = 0;
   a.decode_cluster = false;
+  a.prompt_dims = 0;
   Status (*plan_kernels)(GqaArgs&) = nullptr;
   const bool known = dispatch_float_type(a.dtype, [&]<typename T>() { plan_kernels = plan_kernels_for<T>; });
   if (!known) return OG_ERROR("unsupported dtype ", dtype_name(a.dtype));

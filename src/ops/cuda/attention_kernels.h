@@ -15,6 +15,11 @@ namespace onnx_genai::cuda {
 inline constexpr int64_t kGqaMaxHeadSize = 256;
 inline constexpr int64_t kGqaHeadSizeMultiple = 8;
 
+// Which kernel a plan may run a prompt (a step the tensor-core decode does not take) on. kAuto:
+// the flash kernel (attention_prompt_kernels.cu) where it supports the step, else the tiled one;
+// kTiled: always the tiled gqa_attention_kernel (the benchmark's baseline).
+enum class GqaPromptKernel { kAuto, kTiled };
+
 // Everything one GroupQueryAttention launch needs. The shape fields come from GqaParams; the
 // split fields and workspace offsets are filled by plan_gqa; the pointers (device memory, of
 // `dtype` unless noted) are set per run.
@@ -34,9 +39,11 @@ struct GqaArgs {
   int64_t query_row = 0;  // elements per token in `query` (N*D, or (N + 2*Nkv)*D when packed)
   int64_t new_kv_row = 0;  // elements per token in `new_k` / `new_v`
 
+  GqaPromptKernel prompt_kernel = GqaPromptKernel::kAuto;  // set before plan_gqa
+
   // ---- plan (plan_gqa) ----
   int vectors_per_block = 8;  // query vectors (head, row) one block carries: 8 or 16
-  // The prompt kernel's: query heads and rows per block, blocks over a KV head's heads and rows.
+  // The tiled prompt kernel's: query heads and rows per block, blocks over a KV head's heads and rows.
   // The tensor-core kernel's: query vectors per block, slices of a KV head's (row, head) vectors.
   int64_t heads_per_block = 1, head_slices = 1, rows_per_block = 1, row_tiles = 1;
   // KV split of a decode: `chunks` blocks per row. The prompt kernel's (q_len == 1) hold
@@ -49,6 +56,10 @@ struct GqaArgs {
   int decode_dims = 0;
   size_t decode_smem_bytes = 0;
   bool decode_cluster = false;
+  // > 0: the step runs on the flash prompt kernel built for head sizes up to this (64 or 128;
+  // f16 / bf16), with prompt_smem_bytes of dynamic shared memory.
+  int prompt_dims = 0;
+  size_t prompt_smem_bytes = 0;
   bool cache_in_workspace = false;    // no present outputs: the cache lives in the workspace
   size_t rotated_q_offset = 0, cache_offset = 0, partial_offset = 0;  // bytes into the workspace
   size_t workspace_bytes = 0;

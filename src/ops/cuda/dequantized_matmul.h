@@ -1,4 +1,4 @@
-// MatMulNBits (4-bit) with many activation rows as a dense product: B dequantised into the
+// MatMulNBits (4- or 8-bit) with many activation rows as a dense product: B dequantised into the
 // workspace, rounding each weight once to A's dtype (dequantize_kernels.h), then a cuBLASLt
 // tensor-core GEMM; a bias is laid into Y first and added by the GEMM (beta = 1). Past
 // kMaxGemvRows rows this beats the GEMV kernels (which stream B once per 8 rows on CUDA cores):
@@ -19,8 +19,9 @@ constexpr int64_t kMaxGemvRows = 16;
 
 class DequantizedMatMul {
  public:
-  // For args' shape and dtype (pointers not needed yet); `bias`: whether one will be given.
-  static Result<DequantizedMatMul> plan(const MatMulNBits4Args& args, bool bias);
+  // For args' shape and dtype (pointers not needed yet), codes `bits` (4 or 8) wide; `bias`:
+  // whether one will be given.
+  static Result<DequantizedMatMul> plan(const MatMulNBits4Args& args, int bits, bool bias);
   // Device scratch run() needs: the dense weights, then the GEMM's own.
   size_t workspace_bytes() const { return weights_bytes_ + gemm_->workspace_bytes(); }
   // args.y [m, n] = args.a x dequantise(args.b)^T (+ args.bias), queued on `stream`.
@@ -29,6 +30,7 @@ class DequantizedMatMul {
  private:
   std::unique_ptr<CublasLtGemm> gemm_;
   size_t weights_bytes_ = 0;  // aligned for the GEMM's operand
+  int bits_ = 4;
   bool bias_ = false;
 };
 

@@ -1,17 +1,19 @@
 // com.microsoft MatMulNBits and onnx_genai MatMulNBitsSwiGLU (ops/schema/fused_matmul.h) on CUDA,
-// 4-bit weights: the same parameters, validation and semantics as the CPU kernels (the schema
-// headers), computed with f32 accumulation whatever accuracy_level says (the CPU's int8 path at
-// accuracy_level 4 is an approximation of this). The kernel and its split of the work are planned
-// here, from the shapes; run() only launches.
+// 4- and 8-bit weights: the same parameters, validation and semantics as the CPU kernels (the
+// schema headers), computed with f32 accumulation whatever accuracy_level says (the CPU's int8
+// path at accuracy_level 4 is an approximation of this). The kernel and its split of the work are
+// planned here, from the shapes; run() only launches.
 //
-// Up to kMaxGemvRows rows (decode, a speculative verify) the GEMV kernels read each weight once
-// for all rows; MatMulNBitsSwiGLU's gate / up pairs meet in their epilogue, so a decoder MLP's
+// Up to kMaxGemvRows rows (decode, a speculative verify) the GEMV kernels (4-bit:
+// quantized_matmul_kernels.h, 8-bit: quantized_matmul8_kernels.h) read each weight once for all
+// rows; MatMulNBitsSwiGLU's gate / up pairs meet in their epilogue, so a decoder MLP's
 // gate, up and activation are one launch. Past that (a prompt) the product is dense
 // (dequantized_matmul.h: weights dequantised into the workspace, cuBLASLt's tensor cores), and
 // MatMulNBitsSwiGLU's epilogue runs on its own over the product's interleaved columns.
 #include <optional>
 
 #include "ops/cuda/dequantized_matmul.h"
+#include "ops/cuda/quantized_matmul8_kernels.h"
 #include "ops/cuda/quantized_matmul_kernels.h"
 #include "ops/cuda/register.h"
 #include "ops/op.h"
@@ -30,7 +32,6 @@ class MatMulNBitsCudaKernel final : public OpKernel {
  public:
   Status prepare(PrepareContext& ctx) override {
     OG_ASSIGN_OR_RETURN(const MatMulNBitsParams p, params(ctx));
-    if (p.bits != 4) return ctx.fail("the CUDA kernel supports 4-bit weights only, got bits=", p.bits);
     args_.dtype = ctx.input(P::kA).dtype;
     args_.m = ctx.input(P::kA).shape.numel() / p.k;
     args_.n = p.n;  // MatMulNBitsSwiGLU: the interleaved columns, twice the output width
@@ -40,12 +41,14 @@ class MatMulNBitsCudaKernel final : public OpKernel {
     args_.packed_zero_points = p.has_zp && p.zp_packed;
     args_.float_zero_points = p.has_zp && !p.zp_packed;
     has_bias_ = p.has_bias;
+    bits_ = static_cast<int>(p.bits);
     const auto constant = [&](int input) { return ctx.value(input) != nullptr; };
     args_.constant_weights = constant(P::kB) && constant(P::kScales) && (!p.has_zp || constant(P::kZeroPoints)) &&
                              (!p.has_bias || constant(P::kBias));
     if (args_.m > cuda::kMaxGemvRows) return plan_dense(ctx);
     args_.epilogue = kEpilogue;
-    if (Status planned = cuda::plan_matmul_nbits4(args_); !planned.is_ok()) return ctx.fail(planned.message());
+    Status planned = bits_ == 8 ? cuda::plan_matmul_nbits8(args_) : cuda::plan_matmul_nbits4(args_);
+    if (!planned.is_ok()) return ctx.fail(planned.message());
     return Status::ok();
   }
 
@@ -58,7 +61,9 @@ class MatMulNBitsCudaKernel final : public OpKernel {
     if (a.float_zero_points) a.zp_float = ctx.input(P::kZeroPoints).data;
     if (has_bias_) a.bias = ctx.input(P::kBias).data;
     a.y = ctx.output(0).data;
-    if (!dense_) return cuda::launch_matmul_nbits4(a, ctx.stream);
+    if (!dense_) {
+      return bits_ == 8 ? cuda::launch_matmul_nbits8(a, ctx.stream) : cuda::launch_matmul_nbits4(a, ctx.stream);
+    }
     if constexpr (kEpilogue == MatMulNBits4Epilogue::kNone) {
       return dense_->run(a, ctx.workspace, ctx.stream);
     } else {
@@ -81,7 +86,7 @@ class MatMulNBitsCudaKernel final : public OpKernel {
 
   // The dense product's workspace; with an epilogue, the product's columns [m, n] after it.
   Status plan_dense(PrepareContext& ctx) {
-    Result<cuda::DequantizedMatMul> planned = cuda::DequantizedMatMul::plan(args_, has_bias_);
+    Result<cuda::DequantizedMatMul> planned = cuda::DequantizedMatMul::plan(args_, bits_, has_bias_);
     if (!planned.is_ok()) return ctx.fail(planned.status().message());
     dense_.emplace(std::move(planned).value());
     ctx.workspace_bytes = dense_->workspace_bytes();
@@ -97,6 +102,7 @@ class MatMulNBitsCudaKernel final : public OpKernel {
   std::optional<cuda::DequantizedMatMul> dense_;  // past kMaxGemvRows rows
   size_t columns_at_ = 0;
   bool has_bias_ = false;
+  int bits_ = 4;  // of the codes: 4 or 8 (the schema checked)
 };
 
 template <MatMulNBits4Epilogue kEpilogue>

@@ -46,7 +46,7 @@ __device__ __forceinline__ void store_swiglu(const MatMulNBits4Args& p, int64_t 
   static_cast<T*>(p.y)[m * (p.n / 2) + n / 2] = from_float<T>(silu_product(gate, up));
 }
 
-// Queues the CUDA-core kernel (any M) for `p` on `s`.
-Status launch_cuda_core(const MatMulNBits4Args& p, cudaStream_t s);
+// Queues the CUDA-core kernel (any M, 4- or 8-bit codes: quantized_matmul_cuda_core.cu) for `p` on `s`.
+Status launch_cuda_core(const MatMulNBits4Args& p, int bits, cudaStream_t s);
 
 }  // namespace onnx_genai::cuda::nbits4

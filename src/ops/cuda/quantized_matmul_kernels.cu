@@ -10,7 +10,6 @@
 //     B streamed once per tile of 8 activation rows.
 #include <algorithm>
 #include <cstdint>
-#include <tuple>
 #include <type_traits>
 
 #include "core/cuda/cuda_check.h"
@@ -18,12 +17,14 @@
 #include "ops/cuda/device_types.cuh"
 #include "ops/cuda/quantized_matmul_device.cuh"
 #include "ops/cuda/quantized_matmul_kernels.h"
+#include "ops/cuda/tensor_core_gemv.cuh"
 
 namespace onnx_genai::cuda {
 
 namespace {
 
 using namespace nbits4;
+using namespace tensor_core_gemv;
 
 // ---------------------------------------------------------------------------------------------
 // tensor_core: M <= 16 on mma.sync.m16n8k16 (f16 or bf16 operands, f32 accumulators).
@@ -73,15 +74,8 @@ using namespace nbits4;
 //   than they saved.
 namespace tensor_core {
 
-constexpr int kWarps = 8;
-constexpr int kThreads = kWarps * 32;
-constexpr int kTileRows = 16;     // rows of B per warp: the mma's M
-constexpr int kMaxMTiles = 2;     // tiles of 8 activation rows (spread): M <= 16
 constexpr int kQuadBytes = 64;    // of one row of B, per lane group and quad
 constexpr int kQuadCodes = 2 * kQuadBytes;
-// Shared memory is 8 KiB a block: a small carve-out leaves the rest of the SM's 256 KiB to L1
-// for the activations (the runtime rounds the percentage up to a supported size).
-constexpr int kSharedCarveoutPercent = 25;
 
 // What lanes with no activation row of their own multiply by: a quad's k range in f32, padded.
 __device__ uint4 g_zero_activations[64];
@@ -93,56 +87,6 @@ struct Operands {
   static constexpr int kParts = std::is_same_v<T, float> ? 3 : 1;
   static constexpr uint32_t kOnes = kBf16 ? 0x3F803F80u : 0x3C003C00u;  // (1, 1)
 };
-
-template <bool BF16>
-__device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
-  if constexpr (BF16) {
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-  } else {
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-  }
-}
-
-template <bool BF16>
-__device__ __forceinline__ uint32_t sub_pair(uint32_t a, uint32_t b) {
-  uint32_t d;
-  if constexpr (BF16) asm("sub.rn.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
-  else asm("sub.rn.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
-  return d;
-}
-
-__device__ __forceinline__ uint32_t fma_pair(uint32_t a, uint32_t b, uint32_t c) {
-  uint32_t d;
-  asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
-  return d;
-}
-
-// 16 bytes of codes, streamed past L1 (kept for the activations), with a 128-byte L2 fetch hint
-// (neighbouring quads of the row share the line; 256-byte fetches were no faster on the H200).
-__device__ __forceinline__ uint4 load_codes(const uint8_t* p) {
-  uint4 v;
-  asm("ld.global.nc.L1::no_allocate.L2::128B.v4.u32 {%0, %1, %2, %3}, [%4];"
-      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-      : "l"(p));
-  return v;
-}
-
-// Lanes t and t ^ LANE of a group trade words: the word-index bit WORD and the lane bit LANE of
-// "which lane and word of the loaded quad this register holds" change places.
-template <int WORD, int LANE>
-__device__ __forceinline__ void trade_words(uint32_t (&x)[4], bool upper) {
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    if (j & WORD) continue;
-    const uint32_t got = __shfl_xor_sync(0xffffffffu, upper ? x[j] : x[j | WORD], LANE);
-    if (upper) x[j] = got;
-    else x[j | WORD] = got;
-  }
-}
 
 // Spreads each of the quad's 2^S blocks evenly over the group's 4 lanes.
 template <int S>
@@ -215,10 +159,10 @@ __device__ __forceinline__ void dequantise_word(uint32_t w, ZeroPair lo, ZeroPai
   } else {
     constexpr uint32_t kMagic = 0x64006400u, kSixteenth = 0x2C002C00u;  // (1024, 1024), (1/16, 1/16)
     d[0] = sub_pair<false>((w & 0x000F000Fu) | kMagic, lo.sub);
-    d[1] = fma_pair((w & 0x00F000F0u) | kMagic, kSixteenth, lo.fma);  // (1024 + 16 q) / 16 - (64 + zp)
+    d[1] = fma_pair<false>((w & 0x00F000F0u) | kMagic, kSixteenth, lo.fma);  // (1024 + 16 q) / 16 - (64 + zp)
     w >>= 8;
     d[2] = sub_pair<false>((w & 0x000F000Fu) | kMagic, hi.sub);
-    d[3] = fma_pair((w & 0x00F000F0u) | kMagic, kSixteenth, hi.fma);
+    d[3] = fma_pair<false>((w & 0x00F000F0u) | kMagic, kSixteenth, hi.fma);
   }
 }
 
@@ -484,27 +428,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<T, ZP, NT, DEEP>) sm
   // tile are in different lanes (the fragment pairs rows g and g + 8).
   for_each_output<Lay>(acc, lane, [&](int row, int m, float sum) { partial[warp][row][m] = sum; });
   __syncthreads();
-  // The ksb partial sums of one of the block's rows, in split order (deterministic).
-  const auto row_sum = [&](int row, int m) {
-    const int first_warp = row / kTileRows * ksb;
-    float sum = 0.0f;
-#pragma unroll
-    for (int s = 0; s < kWarps; ++s) {
-      if (s < ksb) sum += partial[first_warp + s][row % kTileRows][m];
-    }
-    return sum;
-  };
-  // A thread per (activation row, output) of the block: per row, or per row pair (SwiGLU). The
-  // block's rows are a power of two, and even, as is its first row: pairs never straddle blocks.
-  const int outputs_log2 = __ffs(kWarps / ksb * kTileRows) - 1 - (swiglu ? 1 : 0);
-  for (int i = static_cast<int>(threadIdx.x); i < (static_cast<int>(p.m) << outputs_log2); i += kThreads) {
-    const int m = i >> outputs_log2, output = i & ((1 << outputs_log2) - 1);
-    if (swiglu) {
-      store_swiglu<T>(p, block_first_row + 2 * output, m, row_sum(2 * output, m), row_sum(2 * output + 1, m));
-    } else {
-      store_output<T>(p, block_first_row + output, m, row_sum(output, m));
-    }
-  }
+  store_split_sums<T>(p, partial, ksb, block_first_row);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -596,42 +520,13 @@ int quads_in_flight(const MatMulNBits4Args& p) {
   return stages - 1;
 }
 
-// Picks how many warps split K (1, 2, 4, 8), or takes `forced_splits`. A warp keeps S quads in
-// flight (2 with the standard ring, 3 or 5 with the deep one), so it needs
-// ceil(quads / splits / S) memory round trips (plus about one to start and reduce), and blocks
-// beyond the resident ones wait for a later wave, as long as a whole one when all take the same
-// time: the plan takes the fewest waves x (round trips + 1); on a tie, the most blocks resident
-// at once (loads in flight), then the fewest blocks (less to reduce).
+// Picks how many warps split K (tensor_core_gemv::plan_splits), or takes `forced_splits`.
 Status plan(MatMulNBits4Args& p, int forced_splits) {
   const Kernel kernel = kernel_for(p);
   if (kernel == nullptr) return OG_ERROR("MatMulNBits (CUDA): unsupported dtype ", dtype_name(p.dtype));
-  int device = 0, sms = 0, resident = 0;
-  OG_RETURN_IF_ERROR(cuda_status(cudaGetDevice(&device), "cudaGetDevice"));
-  OG_RETURN_IF_ERROR(cuda_status(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
-                                 "multiprocessor count"));
-  OG_RETURN_IF_ERROR(cuda_status(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                                      kSharedCarveoutPercent),
-                                 "shared-memory carve-out"));
-  OG_RETURN_IF_ERROR(cuda_status(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, kThreads, 0),
-                                 "occupancy"));
-  const int64_t tiles = ceil_div(p.n, kTileRows), quads = p.k / kQuadCodes;
-  const int64_t wave = int64_t{std::max(resident, 1)} * sms, in_flight = quads_in_flight(p);
-  const auto score = [&](int ksb) {
-    const int64_t blocks = ceil_div(tiles * ksb, kWarps);
-    const int64_t cost = ceil_div(blocks, wave) * (ceil_div(ceil_div(quads, ksb), in_flight) + 1);
-    return std::tuple(cost, -std::min(blocks, wave), blocks);
-  };
-  int best = 1;
-  for (int ksb = 2; ksb <= kWarps && ksb < 2 * quads; ksb *= 2) best = score(ksb) < score(best) ? ksb : best;
-  if (forced_splits != 0) {
-    // Any power of two up to kWarps works: warps past the quads get empty ranges.
-    if (forced_splits < 0 || forced_splits > kWarps || (forced_splits & (forced_splits - 1)) != 0) {
-      return OG_ERROR("MatMulNBits (CUDA): ", forced_splits, " K splits (1, 2, 4 or 8)");
-    }
-    best = forced_splits;
-  }
-  if (ceil_div(tiles * best, kWarps) > 0x7fffffff) return OG_ERROR("MatMulNBits (CUDA): N=", p.n, " exceeds the grid");
-  p.block_k_splits = best;
+  OG_ASSIGN_OR_RETURN(const int64_t wave, resident_wave(kernel));
+  OG_ASSIGN_OR_RETURN(p.block_k_splits, plan_splits(ceil_div(p.n, kTileRows), p.k / kQuadCodes, wave,
+                                                    quads_in_flight(p), forced_splits, "MatMulNBits (CUDA)"));
   return Status::ok();
 }
 
@@ -710,7 +605,7 @@ Status launch_matmul_nbits4(const MatMulNBits4Args& p, void* stream) {
   // Pointers the tensor-core kernel cannot load from (possible for sub-tensors) take the
   // CUDA-core path.
   if (p.tensor_core && tensor_core::pointers_fit(p)) return tensor_core::launch(p, s);
-  return launch_cuda_core(p, s);
+  return launch_cuda_core(p, 4, s);
 }
 
 }  // namespace onnx_genai::cuda
