@@ -113,14 +113,6 @@ struct LaneVectors {
   int head[2] = {0, 0}, row[2] = {0, 0};
 };
 
-// One warp's online-softmax state for the 16 vector rows lane/4 and lane/4 + 8.
-template <int kMaxDims>
-struct WarpState {
-  float m[2] = {kNegInf, kNegInf};  // running max, log2 units
-  float l[2] = {0.0f, 0.0f};        // running sum of this lane's probabilities
-  float acc[kMaxDims / 8][4] = {};  // O tile nt: (row lane/4, dims 8nt + 2(lane%4), +1), (row + 8, same)
-};
-
 // cp.async of the K and V rows of keys [key0, key0 + kStepKeys) into a stage. Rows outside the
 // block's keys [lo, hi) and the columns past head_size are zero-filled. Consecutive lanes copy
 // consecutive 16 bytes of a row: 512 contiguous bytes per warp instruction at D = 128.
@@ -171,7 +163,7 @@ __device__ void patch_new_rows(T* k_tile, const DecodeSmem& lay, const T* smem, 
 template <typename T, int kMaxDims>
 __device__ __forceinline__ void step_probabilities(const GqaArgs& a, float (&s)[2][4], int key0,
                                                    const LaneVectors& lv, const BlockVectors& bv,
-                                                   WarpState<kMaxDims>& st, int lane, uint32_t (&p)[4]) {
+                                                   WarpSoftmaxState<kMaxDims>& st, int lane, uint32_t (&p)[4]) {
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
 #pragma unroll
@@ -221,7 +213,7 @@ __device__ __forceinline__ void step_probabilities(const GqaArgs& a, float (&s)[
 template <typename T, int kMaxDims>
 __device__ __forceinline__ void decode_step(const GqaArgs& a, const T* k_tile, const T* v_tile, int k_lane, int v_lane,
                                             int dims, const uint32_t (&q)[kMaxDims / 16][4], int key0,
-                                            const LaneVectors& lv, const BlockVectors& bv, WarpState<kMaxDims>& st,
+                                            const LaneVectors& lv, const BlockVectors& bv, WarpSoftmaxState<kMaxDims>& st,
                                             int lane) {
   float s[2][4] = {};
 #pragma unroll
@@ -379,7 +371,7 @@ __device__ void cluster_finish(const GqaArgs& a, const DecodeSmem& lay, float* r
 // Merges the 4 warps' states; writes the output rows (one chunk), the block's merged state for the
 // cluster, or the chunk's partials for gqa_combine_kernel (m in natural-log units, l, O), f32.
 template <typename T, int kMaxDims>
-__device__ void decode_epilogue(const GqaArgs& a, const DecodeSmem& lay, float* red, WarpState<kMaxDims>& st,
+__device__ void decode_epilogue(const GqaArgs& a, const DecodeSmem& lay, float* red, WarpSoftmaxState<kMaxDims>& st,
                                 const BlockVectors& bv, int64_t chunk, const KeyChunks& kc, bool has_keys, int warp,
                                 int lane) {
 #pragma unroll
@@ -555,7 +547,7 @@ __global__ void __launch_bounds__(kDecodeThreads) gqa_decode_kernel(GqaArgs a) {
   const int k_lane = (lane % 8 + lane / 16 * 8) * lay.row + lane / 8 % 2 * 8;
   const int v_lane = (lane % 8 + lane / 8 % 2 * 8) * lay.row + lane / 16 * 8;
   const LaneVectors lv = lane_vectors(a, r, bv, lo, hi, lane);
-  WarpState<kMaxDims> st;
+  WarpSoftmaxState<kMaxDims> st;
   for (int i = 0; i < my_steps; ++i) {
     cp_async_wait<kDecodeStages - 1>();  // step i has landed (this lane's copies) ...
     __syncwarp();                        // ... and every lane's

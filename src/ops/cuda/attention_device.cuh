@@ -21,6 +21,15 @@ inline constexpr int64_t kTensorCoreMaxRows = 16;
 // combine kernels, so the SMs need not drain to reconfigure between them.
 inline constexpr unsigned kMaxSharedCarveout = 100;
 inline constexpr float kNegInf = -__builtin_huge_valf();
+
+// One warp's online-softmax state over the tensor-core kernels' mma rows lane/4 and lane/4 + 8
+// (query vectors of the decode, query rows of the flash prompt kernel).
+template <int kMaxDims>
+struct WarpSoftmaxState {
+  float m[2] = {kNegInf, kNegInf};  // running max, log2 units
+  float l[2] = {0.0f, 0.0f};        // running sum of this lane's probabilities
+  float acc[kMaxDims / 8][4] = {};  // O tile nt: (row lane/4, dims 8nt + 2(lane%4), +1), (row + 8, same)
+};
 inline constexpr float kLog2e = 1.4426950408889634f;
 inline constexpr float kLn2 = 0.6931471805599453f;
 

@@ -81,14 +81,6 @@ __device__ inline KeySpan row_span(const GqaArgs& a, const RowKeys& r, int64_t s
   return {static_cast<int>(lo), static_cast<int>(hi)};
 }
 
-// One warp's online-softmax state for its rows lane/4 and lane/4 + 8.
-template <int kMaxDims>
-struct RowState {
-  float m[2] = {kNegInf, kNegInf};  // running max, log2 units
-  float l[2] = {0.0f, 0.0f};        // running sum of this lane's probabilities
-  float acc[kMaxDims / 8][4] = {};  // O tile nt: (row lane/4, dims 8nt + 2(lane%4), +1), (row + 8, same)
-};
-
 // cp.async of the block's query rows [s0, s0 + kBlockRows) of head h; rows past the step and the
 // columns past head_size zero-filled.
 template <typename T, int kMaxDims>
@@ -160,7 +152,7 @@ __device__ __forceinline__ void tile_scores(const WarpOperands<kMaxDims>& w, con
 template <bool kMasked, int kMaxDims>
 __device__ __forceinline__ void tile_softmax(const GqaArgs& a, const WarpOperands<kMaxDims>& w, int k0,
                                              const KeySpan (&rows)[2], float (&s)[kKeyTile / 8][4],
-                                             RowState<kMaxDims>& st, int lane) {
+                                             WarpSoftmaxState<kMaxDims>& st, int lane) {
   // Two loops, not a select per score: tanhf must not run where there is no softcap.
   if (a.softcap > 0.0f) {
 #pragma unroll
@@ -216,7 +208,7 @@ __device__ __forceinline__ void tile_softmax(const GqaArgs& a, const WarpOperand
 // O += P V for one tile, P (the probabilities, rounded to T) as the A operand 16 keys at a time.
 template <typename T, int kMaxDims>
 __device__ __forceinline__ void tile_accumulate(const WarpOperands<kMaxDims>& w, const T* v_tile,
-                                                const float (&s)[kKeyTile / 8][4], RowState<kMaxDims>& st) {
+                                                const float (&s)[kKeyTile / 8][4], WarpSoftmaxState<kMaxDims>& st) {
 #pragma unroll
   for (int kk = 0; kk < kKeyTile / 16; ++kk) {
     const uint32_t p[4] = {pack_pair<T>(s[2 * kk][0], s[2 * kk][1]), pack_pair<T>(s[2 * kk][2], s[2 * kk][3]),
@@ -235,7 +227,7 @@ __device__ __forceinline__ void tile_accumulate(const WarpOperands<kMaxDims>& w,
 
 template <bool kMasked, typename T, int kMaxDims>
 __device__ __forceinline__ void attend_tile(const GqaArgs& a, const WarpOperands<kMaxDims>& w, const T* k_tile,
-                                            const T* v_tile, int k0, const KeySpan (&rows)[2], RowState<kMaxDims>& st,
+                                            const T* v_tile, int k0, const KeySpan (&rows)[2], WarpSoftmaxState<kMaxDims>& st,
                                             int lane) {
   float s[kKeyTile / 8][4] = {};
   tile_scores<T, kMaxDims>(w, k_tile, s);
@@ -246,7 +238,7 @@ __device__ __forceinline__ void attend_tile(const GqaArgs& a, const WarpOperands
 // The warp's rows [w0, w0 + kWarpRows) of head h: O * finish_factor rounded to T into its own
 // rows of the query tile (no other warp reads them), then 16-byte stores to out.
 template <typename T, int kMaxDims>
-__device__ void store_rows(const GqaArgs& a, const PromptSmem& lay, T* rows_smem, RowState<kMaxDims>& st, int64_t b,
+__device__ void store_rows(const GqaArgs& a, const PromptSmem& lay, T* rows_smem, WarpSoftmaxState<kMaxDims>& st, int64_t b,
                            int64_t h, int64_t w0, int lane) {
 #pragma unroll
   for (int rr = 0; rr < 2; ++rr) {
@@ -320,7 +312,7 @@ __global__ void __launch_bounds__(kPromptThreads, kMinBlocksPerSm) gqa_flash_pro
   const int warp_lo = first_row.lo, warp_hi = last_row.hi, full_lo = last_row.lo, full_hi = first_row.hi;
   const KeySpan rows[2] = {row_span(a, r, w0 + lane / 4), row_span(a, r, w0 + lane / 4 + 8)};
 
-  RowState<kMaxDims> st;
+  WarpSoftmaxState<kMaxDims> st;
   for (int i = 0; i < tiles; ++i) {
     const int k0 = first + i * kKeyTile;
     if (i + 1 < tiles) {

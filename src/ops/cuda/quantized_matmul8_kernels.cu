@@ -335,18 +335,9 @@ __global__ void __launch_bounds__(kThreads, min_blocks_per_sm(kBf16<T>, E, FLOAT
   const int q_begin = quads * split / ksb, q_end = first_row < p.n ? quads * (split + 1) / ksb : q_begin;
   float acc[NT][4] = {};
   Quad<T, E, FLOAT_ZP> ring[STAGES];
-  if (!p.constant_weights) wait_for_prior_grid();
-#pragma unroll
-  for (int i = 0; i < STAGES - 1; ++i) load_quad(p, v, q_begin + i, q_end, ring[i]);
-  if (p.constant_weights) wait_for_prior_grid();
-  for (int q0 = q_begin; q0 < q_end; q0 += STAGES) {
-#pragma unroll
-    for (int i = 0; i < STAGES; ++i) {
-      load_quad(p, v, q0 + i + STAGES - 1, q_end, ring[(i + STAGES - 1) % STAGES]);
-      if (q0 + i < q_end) multiply_quad(p, v, q0 + i, ring[i], acc);
-    }
-  }
-  allow_next_grid();
+  stream_quads<STAGES>(
+      q_begin, q_end, p.constant_weights, [&](int q, int slot) { load_quad(p, v, q, q_end, ring[slot]); },
+      [&](int q, int slot) { multiply_quad(p, v, q, ring[slot], acc); });
 
   // Fragment element e of tile nt: row g + 8 (e / 2) of the warp's tile, activation row
   // 8 nt + 2t + e % 2.

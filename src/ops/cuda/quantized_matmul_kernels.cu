@@ -406,18 +406,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<T, ZP, NT, DEEP>) sm
   const int q_begin = quads * split / ksb, q_end = first_row < p.n ? quads * (split + 1) / ksb : q_begin;
   float acc[NT][4] = {};
   Quad<T, Lay, ZP> ring[STAGES];
-  if (!p.constant_weights) wait_for_prior_grid();
-#pragma unroll
-  for (int i = 0; i < STAGES - 1; ++i) load_quad(p, v, q_begin + i, q_end, ring[i]);
-  if (p.constant_weights) wait_for_prior_grid();
-  for (int q0 = q_begin; q0 < q_end; q0 += STAGES) {
-#pragma unroll
-    for (int i = 0; i < STAGES; ++i) {
-      load_quad(p, v, q0 + i + STAGES - 1, q_end, ring[(i + STAGES - 1) % STAGES]);
-      if (q0 + i < q_end) multiply_quad(v, q0 + i, ring[i], acc);
-    }
-  }
-  allow_next_grid();
+  stream_quads<STAGES>(
+      q_begin, q_end, p.constant_weights, [&](int q, int slot) { load_quad(p, v, q, q_end, ring[slot]); },
+      [&](int q, int slot) { multiply_quad(v, q, ring[slot], acc); });
 
   const bool swiglu = p.epilogue == MatMulNBits4Epilogue::kSwiGLU;
   if (ksb == 1 && !swiglu) {

@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "core/cuda/cuda_check.h"
+#include "ops/cuda/dependent_launch.cuh"
 #include "ops/cuda/quantized_matmul_device.cuh"
 #include "ops/cuda/tensor_core.cuh"
 
@@ -148,6 +149,27 @@ inline Result<int> plan_splits(int64_t tiles, int64_t quads, int64_t wave, int64
   }
   if (ceil_div(tiles * best, kWarps) > 0x7fffffff) return OG_ERROR(op, ": ", tiles * kTileRows, " rows exceed the grid");
   return best;
+}
+
+// Streams a warp's quads [q_begin, q_end) through a ring of STAGES (quad q + STAGES - 1 loaded
+// before quad q is used), as a programmatic dependent: constant weights start loading before the
+// previous kernel is waited for; the next kernel may launch once every load is issued.
+// load(q, slot) issues quad q's loads into ring slot `slot` (nothing past q_end); use(q, slot)
+// multiplies it.
+template <int STAGES, typename Load, typename Use>
+__device__ __forceinline__ void stream_quads(int q_begin, int q_end, bool constant_weights, Load&& load, Use&& use) {
+  if (!constant_weights) wait_for_prior_grid();
+#pragma unroll
+  for (int i = 0; i < STAGES - 1; ++i) load(q_begin + i, i);
+  if (constant_weights) wait_for_prior_grid();
+  for (int q0 = q_begin; q0 < q_end; q0 += STAGES) {
+#pragma unroll
+    for (int i = 0; i < STAGES; ++i) {
+      load(q0 + i + STAGES - 1, (i + STAGES - 1) % STAGES);
+      if (q0 + i < q_end) use(q0 + i, i);
+    }
+  }
+  allow_next_grid();
 }
 
 }  // namespace onnx_genai::cuda::tensor_core_gemv
