@@ -443,6 +443,148 @@ Result<int> fuse_sibling_projections(Graph& graph, DeviceType kernels) {
   return static_cast<int>(groups.size());
 }
 
+namespace {
+
+using NM = RmsNormMatMulNBitsParams;
+
+// An RMS norm whose normalised output only one product reads, as the norm fusion takes it.
+struct NormMatch {
+  Node* product = nullptr;
+  Value* skip = nullptr;  // null for the norms without one
+  Value* sum = nullptr;   // the Skip norm's x + skip where read (or a graph output), else null
+  float epsilon = 0;
+};
+
+// Absent, or neither read nor a graph output: the fused node need not produce it.
+bool unread(const Graph& graph, const Value* v) {
+  return v == nullptr || (v->consumers.empty() && !is_graph_output(graph, v));
+}
+
+// `v` is a vector of `k` elements: a constant, or a value whose dims say so.
+bool is_vector_of(const Value* v, int64_t k) {
+  if (v->is_constant()) return v->initializer.shape() == Shape{k};
+  return v->dims && v->dims->size() == 1 && (*v->dims)[0].known() && (*v->dims)[0].value == k;
+}
+
+// The norm's parts: SkipSimplifiedLayerNormalization (x, skip, gamma) with its mean and
+// inv_std_var unread, or SimplifiedLayerNormalization / RMSNormalization (x, gamma) over the last
+// axis, inv_std_var unread (RMSNormalization computes what SimplifiedLayerNormalization does).
+// No bias: decoders have none. Fills m.skip, m.sum and m.epsilon; false where `norm` is none.
+bool match_norm_parts(const Graph& graph, const Node& norm, NormMatch& m) {
+  const size_t n_in = norm.inputs.size();
+  if (norm.outputs.empty() || norm.outputs[0] == nullptr) return false;
+  if (norm.domain == kMicrosoft && norm.op_type == "SkipSimplifiedLayerNormalization") {
+    if (n_in < 3 || norm.input(3) != nullptr || n_in > 4 || norm.inputs[1] == nullptr) return false;
+    if (norm.outputs.size() > 4 || !unread(graph, norm.outputs.size() > 1 ? norm.outputs[1] : nullptr) ||
+        !unread(graph, norm.outputs.size() > 2 ? norm.outputs[2] : nullptr)) {
+      return false;
+    }
+    m.skip = norm.inputs[1];
+    m.sum = norm.outputs.size() > 3 && !unread(graph, norm.outputs[3]) ? norm.outputs[3] : nullptr;
+    m.epsilon = norm.attrs.get_float("epsilon", 1e-12f);
+    return true;
+  }
+  const bool simplified =
+      (norm.domain == kMicrosoft || norm.domain.empty()) && norm.op_type == "SimplifiedLayerNormalization";
+  const bool rms = norm.domain.empty() && norm.op_type == "RMSNormalization";
+  if (!simplified && !rms) return false;
+  if (n_in < 2 || norm.input(2) != nullptr || n_in > 3 || norm.outputs.size() > 2) return false;
+  if (!unread(graph, norm.outputs.size() > 1 ? norm.outputs[1] : nullptr)) return false;
+  const Value* x = norm.inputs[0];
+  const int64_t axis = norm.attrs.get_int("axis", -1);
+  const bool last_axis = axis == -1 || (x != nullptr && x->dims && axis == static_cast<int64_t>(x->dims->size()) - 1);
+  if (!last_axis || norm.attrs.get_int("stash_type", 1) != 1) return false;
+  m.epsilon = norm.attrs.get_float("epsilon", 1e-5f);
+  return true;
+}
+
+// The norm's scale: input 2 of the Skip norm, 1 of the others.
+Value* gamma_of(const Node& norm, const NormMatch& m) { return norm.input(m.skip != nullptr ? 2 : 1); }
+
+// The norm and its product: y read only by one MatMulNBits or MatMulNBitsSwiGLU (4 or 8 bits) as
+// A, whose other inputs no node computes (so the fused node may stand where the norm stands).
+std::optional<NormMatch> match_norm_matmul(const Graph& graph, const Node& norm) {
+  NormMatch m;
+  if (!match_norm_parts(graph, norm, m) || norm.inputs[0] == nullptr || gamma_of(norm, m) == nullptr) {
+    return std::nullopt;
+  }
+  m.product = sole_reader(graph, norm.outputs[0]);
+  const bool swiglu = is_op(m.product, MatMulNBitsSwiGLUParams::kDomain, MatMulNBitsSwiGLUParams::kOpType);
+  if (!is_matmul_nbits(m.product) && !swiglu) return std::nullopt;
+  const Node& product = *m.product;
+  if (product.inputs[0] != norm.outputs[0] || product.input(P::kGIdx) != nullptr ||
+      product.inputs.size() > P::kBias + 1) {
+    return std::nullopt;
+  }
+  const int64_t bits = product.attrs.get_int("bits", 4);
+  if ((bits != 4 && bits != 8) || !is_vector_of(gamma_of(norm, m), product.attrs.get_int("K", 0))) return std::nullopt;
+  for (size_t i = 1; i < product.inputs.size(); ++i) {
+    if (product.inputs[i] != nullptr && product.inputs[i]->producer != nullptr) return std::nullopt;
+  }
+  return m;
+}
+
+// The fused node `norm` becomes: the norm's inputs, the product's weights, their attributes.
+Node fused_norm_matmul(const Node& norm, const NormMatch& m) {
+  Node fused;
+  fused.name = m.product->name;
+  fused.domain = NM::kDomain;
+  fused.op_type = NM::kOpType;
+  fused.opset = 1;
+  fused.inputs = {norm.inputs[0], m.skip, gamma_of(norm, m)};
+  fused.inputs.insert(fused.inputs.end(), m.product->inputs.begin() + 1, m.product->inputs.end());
+  fused.outputs = {m.product->outputs[0]};
+  if (m.sum != nullptr) fused.outputs.push_back(m.sum);
+  fused.attrs = m.product->attrs;
+  fused.attrs.set("epsilon", Attribute{.kind = Attribute::Kind::kFloat, .f = m.epsilon});
+  const bool swiglu = m.product->op_type == MatMulNBitsSwiGLUParams::kOpType;
+  fused.attrs.set("swiglu", Attribute{.kind = Attribute::Kind::kInt, .i = swiglu ? 1 : 0});
+  return fused;
+}
+
+// `norm` becomes `fused` where it stands (its inputs are ready there, the product's weights
+// everywhere, and every reader of the product's output follows the product); the product goes.
+void replace_norm(Node* norm, Node fused, Node* product) {
+  detach(product);
+  for (Value* in : norm->all_inputs()) {
+    if (in == nullptr) continue;
+    auto it = std::find(in->consumers.begin(), in->consumers.end(), norm);
+    if (it != in->consumers.end()) in->consumers.erase(it);
+  }
+  for (Value* out : norm->outputs) {
+    if (out != nullptr && out->producer == norm) out->producer = nullptr;
+  }
+  Node& n = *norm;
+  n.name = std::move(fused.name);
+  n.domain = std::move(fused.domain);
+  n.op_type = std::move(fused.op_type);
+  n.opset = fused.opset;
+  n.attrs = std::move(fused.attrs);
+  n.inputs = std::move(fused.inputs);
+  n.outputs = std::move(fused.outputs);
+  for (Value* in : n.inputs) {
+    if (in != nullptr) in->consumers.push_back(norm);
+  }
+  for (Value* out : n.outputs) out->producer = norm;
+}
+
+}  // namespace
+
+int fuse_norm_matmul(Graph& graph, DeviceType kernels) {
+  std::vector<Node*> nodes;
+  for (const auto& owned : graph.nodes()) nodes.push_back(owned.get());
+  int fused = 0;
+  for (Node* norm : nodes) {
+    const std::optional<NormMatch> m = match_norm_matmul(graph, *norm);
+    if (!m) continue;
+    Node candidate = fused_norm_matmul(*norm, *m);
+    if (!has_kernel(candidate, kernels)) continue;
+    replace_norm(norm, std::move(candidate), m->product);
+    ++fused;
+  }
+  return fused;
+}
+
 Result<int> fuse_for_device(Graph& graph, DeviceType kernels) {
   // Biases first: a projection's bias is part of the SwiGLU and of the siblings' joined weights.
   // SwiGLU before siblings: a gate/up pair joined into one MatMulNBits and a Split would no longer
@@ -451,8 +593,10 @@ Result<int> fuse_for_device(Graph& graph, DeviceType kernels) {
   const int biases = fuse_matmul_nbits_bias(graph, kernels);
   OG_ASSIGN_OR_RETURN(const int mlps, fuse_matmul_nbits_swiglu(graph, kernels));
   OG_ASSIGN_OR_RETURN(const int siblings, fuse_sibling_projections(graph, kernels));
+  // Norms last: each then meets the one node (joined projections, a SwiGLU MLP) that reads it.
+  const int norms = fuse_norm_matmul(graph, kernels);
   graph.eliminate_dead_nodes();
-  return biases + mlps + siblings;
+  return biases + mlps + siblings + norms;
 }
 
 }  // namespace onnx_genai

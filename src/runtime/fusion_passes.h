@@ -40,7 +40,16 @@ Result<int> fuse_matmul_nbits_swiglu(Graph& graph, DeviceType kernels);
 // cannot be allocated.
 Result<int> fuse_sibling_projections(Graph& graph, DeviceType kernels);
 
-// All three in that order (fusion_passes.cc says why), then removes the nodes they replaced.
+// An RMS norm whose normalised output y only one MatMulNBits or MatMulNBitsSwiGLU (4 or 8 bits,
+// no g_idx) reads, as A: SkipSimplifiedLayerNormalization(x, skip, gamma) with its mean and
+// inv_std_var unread, or SimplifiedLayerNormalization / RMSNormalization(x, gamma) over the last
+// axis with inv_std_var unread; no norm bias; gamma [K]; the product's other inputs computed by
+// no node. The norm node becomes one onnx_genai RmsNormMatMulNBits (ops/schema/fused_matmul.h)
+// where it stands, producing the product's output and the Skip norm's sum where that is read or
+// a graph output (y never is one: it is read only by the product). Returns the number fused.
+int fuse_norm_matmul(Graph& graph, DeviceType kernels);
+
+// All four in that order (fusion_passes.cc says why), then removes the nodes they replaced.
 // Returns the number of patterns fused.
 Result<int> fuse_for_device(Graph& graph, DeviceType kernels);
 

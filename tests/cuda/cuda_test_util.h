@@ -337,6 +337,10 @@ inline Result<double> time_node(const Node& node, const std::vector<Tensor>& inp
     in.push_back({t.dtype(), &t.shape(), buffers.back().data()});
   }
   for (const std::optional<TensorInfo>& info : prepared.outputs) {
+    if (!info) {  // an output the node does not produce
+      out.push_back({});
+      continue;
+    }
     const auto bytes = static_cast<size_t>(dtype_storage_bytes(info->dtype, info->shape.numel()));
     OG_ASSIGN_OR_RETURN(buffers.emplace_back(), cuda::DeviceBuffer::allocate(bytes));
     out.push_back({info->dtype, &info->shape, buffers.back().data()});

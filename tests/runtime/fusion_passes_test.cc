@@ -68,7 +68,7 @@ struct ProjectionSpec {
   std::string name;
   std::string input = "x";
   int dtype = kF16;  // of the input, the scales, the float zero points, the bias and a MatMul weight
-  int64_t k = 64, n = 24, block = 32, accuracy_level = 0;
+  int64_t k = 64, n = 24, block = 32, accuracy_level = 0, bits = 4;
   enum class ZeroPoints { kNone, kPacked, kFloat } zero_points = ZeroPoints::kNone;
   bool bias = true;            // an Add of a constant [N] after the product
   bool bias_2d = false;        // that constant is [1, N]: no MatMulNBits bias
@@ -81,13 +81,14 @@ std::vector<std::string> add_quantized_weights(ModelBuilder& b, const Projection
   const int64_t blocks = (p.k + p.block - 1) / p.block;
   std::vector<std::string> inputs{p.input, p.name + ".B", p.name + ".scales"};
   if (p.weights_input) {
-    b.input(p.name + ".B", kU8, {p.n, blocks, p.block / 2});
+    b.input(p.name + ".B", kU8, {p.n, blocks, p.block * p.bits / 8});
   } else {
-    add_initializer(b, p.name + ".B", kU8, {p.n, blocks, p.block / 2}, rng);
+    add_initializer(b, p.name + ".B", kU8, {p.n, blocks, p.block * p.bits / 8}, rng);
   }
   add_initializer(b, p.name + ".scales", p.dtype, {p.n * blocks}, rng);
   if (p.zero_points == ProjectionSpec::ZeroPoints::kPacked) {
-    add_initializer(b, p.name + ".zp", kU8, {p.n, (blocks + 1) / 2}, rng);  // each row padded to a byte
+    // Each row padded to a byte.
+    add_initializer(b, p.name + ".zp", kU8, {p.n, (blocks * p.bits + 7) / 8}, rng);
   } else if (p.zero_points == ProjectionSpec::ZeroPoints::kFloat) {
     add_initializer(b, p.name + ".zp", p.dtype, {p.n * blocks}, rng);
   }
@@ -101,7 +102,7 @@ std::string add_projection(ModelBuilder& b, const ProjectionSpec& p, bool quanti
   if (quantized) {
     auto& node = b.node("MatMulNBits", add_quantized_weights(b, p, rng), {product}, p.name);
     node.set_domain("com.microsoft");
-    for (const auto& [attr, v] : {std::pair<const char*, int64_t>{"K", p.k}, {"N", p.n}, {"bits", 4},
+    for (const auto& [attr, v] : {std::pair<const char*, int64_t>{"K", p.k}, {"N", p.n}, {"bits", p.bits},
                                   {"block_size", p.block}, {"accuracy_level", p.accuracy_level}}) {
       ModelBuilder::attr_int(node, attr, v);
     }
@@ -541,6 +542,233 @@ TEST(FusionPasses, SessionsOnTheCpuKernelsDoNotFuse) {
   EXPECT_EQ(scope.opened, 1);
   EXPECT_EQ(count_ops(*model->graph, "Sigmoid"), 1);
   EXPECT_EQ(count_ops(*model->graph, "Add"), 2);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The norm fusion: an RMS norm and the one projection node that reads it.
+
+// x (+ skip) -> norm -> y -> its reader(s), with knobs that break one precondition each.
+struct NormSpec {
+  enum class Norm { kSkip, kSimplified, kRms } norm = Norm::kSkip;
+  // One MatMulNBits; q/k/v MatMulNBits (joined first); a gate/up SwiGLU MLP (fused first); or a
+  // MatMul with constant weights (no fusion).
+  enum class Reader { kMatMulNBits, kSiblings, kSwiGLU, kMatMul } reader = Reader::kMatMulNBits;
+  int dtype = kF16;
+  int64_t bits = 4;
+  bool sum_read = false;      // the Skip norm's sum is read (by a Neg)
+  bool sum_output = false;    // the Skip norm's sum is a graph output
+  bool y_read_twice = false;  // a Neg reads y too
+  bool y_output = false;      // y is a graph output
+  bool stats_read = false;    // the Skip norm's mean, or SimplifiedLayerNormalization's inv_std_var, is a graph output
+};
+
+constexpr int64_t kNormK = 64;
+
+std::string describe(const NormSpec& s) {
+  static const char* kNorms[] = {"Skip", "Simplified", "RMSNormalization"};
+  static const char* kReaders[] = {"MatMulNBits", "siblings", "SwiGLU", "MatMul"};
+  return std::string(kNorms[static_cast<int>(s.norm)]) + " -> " + kReaders[static_cast<int>(s.reader)] +
+         (s.dtype == kF32 ? " f32" : " f16") + " bits=" + std::to_string(s.bits) + (s.sum_read ? " sum read" : "") +
+         (s.sum_output ? " sum output" : "");
+}
+
+void attr_float(onnx::NodeProto& node, const std::string& name, float v) {
+  auto* a = node.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::FLOAT);
+  a->set_f(v);
+}
+
+// The norm of `s`, writing y (and its other outputs where the spec reads them).
+void add_norm(ModelBuilder& b, const NormSpec& s) {
+  if (s.norm == NormSpec::Norm::kSkip) {
+    b.input("skip", s.dtype, {-1, kNormK}, {"m"});
+    std::vector<std::string> outputs{"y"};
+    if (s.stats_read) outputs.push_back("mean");
+    if (s.sum_read || s.sum_output) outputs = {"y", s.stats_read ? "mean" : "", "", "sum"};
+    auto& norm = b.node("SkipSimplifiedLayerNormalization", {"x", "skip", "gamma"}, outputs, "norm");
+    norm.set_domain("com.microsoft");
+    attr_float(norm, "epsilon", 1e-6f);
+    if (s.stats_read) b.output("mean", kF32);
+    if (s.sum_read) b.node("Neg", {"sum"}, {"sum.neg"}), b.output("sum.neg", s.dtype);
+    if (s.sum_output) b.output("sum", s.dtype);
+    return;
+  }
+  const bool rms = s.norm == NormSpec::Norm::kRms;
+  std::vector<std::string> outputs{"y"};
+  if (s.stats_read) outputs.push_back("inv_std");
+  auto& norm = b.node(rms ? "RMSNormalization" : "SimplifiedLayerNormalization", {"x", "gamma"}, outputs, "norm");
+  attr_float(norm, "epsilon", 1e-5f);
+  ModelBuilder::attr_int(norm, "axis", -1);
+  if (s.stats_read) b.output("inv_std", kF32);
+}
+
+std::shared_ptr<Model> norm_model(const NormSpec& s) {
+  std::mt19937 rng(13);
+  ModelBuilder b(s.norm == NormSpec::Norm::kRms ? 23 : 17);  // RMSNormalization is opset 23
+  auto* ms = b.model().add_opset_import();
+  ms->set_domain("com.microsoft");
+  ms->set_version(1);
+  b.input("x", s.dtype, {-1, kNormK}, {"m"});
+  add_initializer(b, "gamma", s.dtype, {kNormK}, rng);
+  add_norm(b, s);
+  const auto projection = [&](const std::string& name, int64_t n) {
+    ProjectionSpec p{.name = name, .input = "y", .dtype = s.dtype, .k = kNormK, .n = n, .bits = s.bits};
+    p.bias = false;
+    return add_projection(b, p, s.reader != NormSpec::Reader::kMatMul, rng);
+  };
+  if (s.reader == NormSpec::Reader::kSiblings) {
+    for (const auto& [name, n] : {std::pair<const char*, int64_t>{"q", 12}, {"k", 7}, {"v", 5}}) {
+      b.node("Neg", {projection(name, n)}, {std::string(name) + ".y"});
+      b.output(std::string(name) + ".y", s.dtype);
+    }
+  } else if (s.reader == NormSpec::Reader::kSwiGLU) {
+    const std::string g = projection("gate", 24), u = projection("up", 24);
+    b.node("Sigmoid", {g}, {"sig"});
+    b.node("Mul", {g, "sig"}, {"silu"});
+    b.node("Mul", {"silu", u}, {"mlp"});
+    b.output("mlp", s.dtype);
+  } else {
+    b.output(projection("proj", 24), s.dtype);
+  }
+  if (s.y_read_twice) b.node("Neg", {"y"}, {"y.neg"}), b.output("y.neg", s.dtype);
+  if (s.y_output) b.output("y", s.dtype);
+  return load(b, "norm.onnx");
+}
+
+int count_norms(const Graph& graph) {
+  return count_ops(graph, "SkipSimplifiedLayerNormalization") + count_ops(graph, "SimplifiedLayerNormalization") +
+         count_ops(graph, "RMSNormalization");
+}
+
+// Every pass but the norm fusion, as fuse_for_device runs them.
+void fuse_all_but_norms(Graph& graph) {
+  fuse_matmul_nbits_bias(graph, DeviceType::kCpu);
+  ASSERT_TRUE(fuse_matmul_nbits_swiglu(graph, DeviceType::kCpu).is_ok());
+  ASSERT_TRUE(fuse_sibling_projections(graph, DeviceType::kCpu).is_ok());
+  graph.eliminate_dead_nodes();
+}
+
+const Node* only_node(const Graph& graph, const std::string& op_type) {
+  const Node* found = nullptr;
+  for (const auto& node : graph.nodes()) {
+    if (node->op_type != op_type) continue;
+    if (found != nullptr) return nullptr;
+    found = node.get();
+  }
+  return found;
+}
+
+TEST(FusionPasses, FusesTheNormIntoTheProjectionThatReadsIt) {
+  using Norm = NormSpec::Norm;
+  using Reader = NormSpec::Reader;
+  for (const Norm norm : {Norm::kSkip, Norm::kSimplified, Norm::kRms}) {
+    for (const Reader reader : {Reader::kMatMulNBits, Reader::kSiblings, Reader::kSwiGLU}) {
+      for (const bool sum : {false, true}) {
+        if (sum && norm != Norm::kSkip) continue;
+        const NormSpec s{.norm = norm, .reader = reader, .sum_read = sum};
+        std::shared_ptr<Model> model = norm_model(s);
+        Graph& graph = *model->graph;
+        ASSERT_TRUE(fuse_for_device(graph, DeviceType::kCpu).is_ok()) << describe(s);
+        EXPECT_EQ(count_norms(graph), 0) << describe(s);
+        EXPECT_EQ(count_ops(graph, "MatMulNBits") + count_ops(graph, "MatMulNBitsSwiGLU"), 0) << describe(s);
+        const Node* fused = only_node(graph, "RmsNormMatMulNBits");
+        ASSERT_NE(fused, nullptr) << describe(s);
+        EXPECT_EQ(fused->domain, "onnx_genai");
+        EXPECT_EQ(fused->input(0), graph.find_value("x"));
+        EXPECT_EQ(fused->input(1), norm == Norm::kSkip ? graph.find_value("skip") : nullptr);
+        EXPECT_EQ(fused->input(2), graph.find_value("gamma"));
+        EXPECT_EQ(fused->attrs.get_int("swiglu", -1), reader == Reader::kSwiGLU ? 1 : 0) << describe(s);
+        EXPECT_EQ(fused->attrs.get_int("N", 0), 24) << describe(s) << ": the output width (q/k/v joined: 12 + 7 + 5)";
+        EXPECT_FLOAT_EQ(fused->attrs.get_float("epsilon", 0), norm == Norm::kSkip ? 1e-6f : 1e-5f);
+        ASSERT_EQ(fused->outputs.size(), sum ? 2u : 1u) << describe(s);
+        if (sum) {
+          EXPECT_EQ(fused->outputs[1], graph.find_value("sum"));
+        }
+        if (reader == Reader::kMatMulNBits) {
+          EXPECT_EQ(fused->outputs[0], graph.find_value("proj.product"));
+        }
+      }
+    }
+  }
+}
+
+// The fused node runs the norm's and the product's own CPU kernels: the unfused graph's outputs
+// (the other fusions applied to both), bit for bit, at M = 1 and 5.
+TEST(FusionPasses, FusedNormMatchesTheUnfusedGraphExactly) {
+  using Norm = NormSpec::Norm;
+  using Reader = NormSpec::Reader;
+  std::vector<NormSpec> specs;
+  for (const Norm norm : {Norm::kSkip, Norm::kSimplified, Norm::kRms}) {
+    for (const Reader reader : {Reader::kMatMulNBits, Reader::kSiblings, Reader::kSwiGLU}) {
+      for (const int64_t bits : {4, 8}) {
+        specs.push_back({.norm = norm, .reader = reader, .bits = bits});
+        if (norm != Norm::kSkip) continue;
+        specs.push_back({.norm = norm, .reader = reader, .bits = bits, .sum_read = true});
+        specs.push_back({.norm = norm, .reader = reader, .bits = bits, .sum_output = true});
+      }
+    }
+    specs.push_back({.norm = norm, .dtype = kF32});
+  }
+  for (const NormSpec& s : specs) {
+    std::shared_ptr<Model> plain = norm_model(s), fused = norm_model(s);
+    fuse_all_but_norms(*plain->graph);
+    ASSERT_TRUE(fuse_for_device(*fused->graph, DeviceType::kCpu).is_ok());
+    ASSERT_EQ(count_ops(*fused->graph, "RmsNormMatMulNBits"), 1) << describe(s);
+    ASSERT_EQ(count_norms(*plain->graph), 1) << describe(s);
+    for (const int64_t m : {1, 5}) {
+      const std::vector<Tensor> inputs = random_inputs(*plain->graph, m, static_cast<unsigned>(m));
+      auto want = run_on_cpu(plain, inputs), got = run_on_cpu(fused, inputs);
+      ASSERT_TRUE(want.is_ok() && got.is_ok())
+          << describe(s) << ": " << want.status().message() << got.status().message();
+      ASSERT_EQ(got->size(), want->size());
+      for (size_t i = 0; i < want->size(); ++i) {
+        const Tensor& w = (*want)[i];
+        const Tensor& g = (*got)[i];
+        ASSERT_EQ(g.shape(), w.shape()) << describe(s);
+        EXPECT_EQ(std::memcmp(g.raw(), w.raw(), static_cast<size_t>(w.nbytes())), 0)
+            << describe(s) << " M=" << m << " output " << i << " differs";
+      }
+    }
+  }
+}
+
+TEST(FusionPasses, LeavesNormsThatCannotFuse) {
+  using Norm = NormSpec::Norm;
+  struct Case {
+    const char* why;
+    NormSpec spec;
+  };
+  const std::vector<Case> cases = {
+      {"y is read twice", {.y_read_twice = true}},
+      {"y is a graph output", {.y_output = true}},
+      {"y is read by a MatMul", {.reader = NormSpec::Reader::kMatMul}},
+      {"the Skip norm's mean is read", {.stats_read = true}},
+      {"SimplifiedLayerNormalization's inv_std_var is read", {.norm = Norm::kSimplified, .stats_read = true}},
+      {"y of an RMSNormalization is read twice", {.norm = Norm::kRms, .y_read_twice = true}},
+  };
+  for (const Case& c : cases) {
+    std::shared_ptr<Model> model = norm_model(c.spec);
+    Graph& graph = *model->graph;
+    fuse_all_but_norms(graph);
+    EXPECT_EQ(fuse_norm_matmul(graph, DeviceType::kCpu), 0) << c.why;
+    graph.eliminate_dead_nodes();
+    EXPECT_EQ(count_norms(graph), 1) << c.why;
+    EXPECT_EQ(count_ops(graph, "RmsNormMatMulNBits"), 0) << c.why;
+  }
+}
+
+// A norm with a bias (beta) is not an RMS norm this fusion takes.
+TEST(FusionPasses, LeavesNormsWithABias) {
+  NormSpec s{.norm = NormSpec::Norm::kSimplified};
+  std::shared_ptr<Model> model = norm_model(s);
+  Graph& graph = *model->graph;
+  Node* norm = graph.find_value("y")->producer;
+  ASSERT_NE(norm, nullptr);
+  Value* gamma = graph.find_value("gamma");
+  norm->inputs.push_back(gamma);  // gamma stands in as the bias: a value of the right shape
+  gamma->consumers.push_back(norm);
+  EXPECT_EQ(fuse_norm_matmul(graph, DeviceType::kCpu), 0);
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
-// com.microsoft MatMulNBits and onnx_genai MatMulNBitsSwiGLU (ops/schema/fused_matmul.h) on CUDA,
-// 4- and 8-bit weights: the same parameters, validation and semantics as the CPU kernels (the
-// schema headers), computed with f32 accumulation whatever accuracy_level says (the CPU's int8
-// path at accuracy_level 4 is an approximation of this). The kernel and its split of the work are
-// planned here, from the shapes; run() only launches.
+// com.microsoft MatMulNBits, onnx_genai MatMulNBitsSwiGLU and onnx_genai RmsNormMatMulNBits
+// (ops/schema/fused_matmul.h) on CUDA, 4- and 8-bit weights: the same parameters, validation and
+// semantics as the CPU kernels (the schema headers), computed with f32 accumulation whatever
+// accuracy_level says (the CPU's int8 path at accuracy_level 4 is an approximation of this). The
+// kernel and its split of the work are planned here, from the shapes; run() only launches.
 //
 // Up to kMaxGemvRows rows (decode, a speculative verify) the GEMV kernels (4-bit:
 // quantized_matmul_kernels.h, 8-bit: quantized_matmul8_kernels.h) read each weight once for all
@@ -10,9 +10,17 @@
 // gate, up and activation are one launch. Past that (a prompt) the product is dense
 // (dequantized_matmul.h: weights dequantised into the workspace, cuBLASLt's tensor cores), and
 // MatMulNBitsSwiGLU's epilogue runs on its own over the product's interleaved columns.
+//
+// RmsNormMatMulNBits: where the tensor-core GEMV runs and the normalised rows fit
+// kNormPrologueBytes (one or two decode rows), the GEMV normalises them in its prologue, one
+// launch for the norm and the product. Elsewhere (more rows, the CUDA-core kernel, the dense path,
+// pointers the tensor-core kernel cannot read) the RMS norm kernel writes them into the workspace
+// first, and the product reads them there.
+#include <algorithm>
 #include <optional>
 
 #include "ops/cuda/dequantized_matmul.h"
+#include "ops/cuda/normalization_kernels.h"
 #include "ops/cuda/quantized_matmul8_kernels.h"
 #include "ops/cuda/quantized_matmul_kernels.h"
 #include "ops/cuda/register.h"
@@ -27,13 +35,21 @@ namespace {
 using P = MatMulNBitsParams;
 using cuda::MatMulNBits4Epilogue;
 
-template <MatMulNBits4Epilogue kEpilogue>
-class MatMulNBitsCudaKernel final : public OpKernel {
+constexpr size_t kWorkspaceAlignment = 256;
+
+size_t align_up(size_t bytes) { return (bytes + kWorkspaceAlignment - 1) / kWorkspaceAlignment * kWorkspaceAlignment; }
+
+// The product of a node built on MatMulNBits, planned from the shapes: the GEMV (with the
+// epilogue, and the norm prologue where asked for and possible) or the dense path.
+class PlannedProduct {
  public:
-  Status prepare(PrepareContext& ctx) override {
-    OG_ASSIGN_OR_RETURN(const MatMulNBitsParams p, params(ctx));
-    args_.dtype = ctx.input(P::kA).dtype;
-    args_.m = ctx.input(P::kA).shape.numel() / p.k;
+  // `p`: the product's parameters (MatMulNBitsSwiGLU: of its interleaved columns); MatMulNBits
+  // input i >= 1 (B, scales, ...) is the node's input weights + i - 1; `m` activation rows.
+  Status plan(PrepareContext& ctx, const MatMulNBitsParams& p, int weights, int64_t m, MatMulNBits4Epilogue epilogue,
+              bool norm_prologue) {
+    weights_ = weights;
+    args_.dtype = ctx.input(0).dtype;
+    args_.m = m;
     args_.n = p.n;  // MatMulNBitsSwiGLU: the interleaved columns, twice the output width
     args_.k = p.k;
     args_.block_size = p.block_size;
@@ -42,36 +58,86 @@ class MatMulNBitsCudaKernel final : public OpKernel {
     args_.float_zero_points = p.has_zp && !p.zp_packed;
     has_bias_ = p.has_bias;
     bits_ = static_cast<int>(p.bits);
-    const auto constant = [&](int input) { return ctx.value(input) != nullptr; };
+    const auto constant = [&](int input) { return ctx.value(weight(input)) != nullptr; };
     args_.constant_weights = constant(P::kB) && constant(P::kScales) && (!p.has_zp || constant(P::kZeroPoints)) &&
                              (!p.has_bias || constant(P::kBias));
-    if (args_.m > cuda::kMaxGemvRows) return plan_dense(ctx);
-    args_.epilogue = kEpilogue;
+    if (args_.m > cuda::kMaxGemvRows) return plan_dense(ctx, epilogue);
+    args_.epilogue = epilogue;
+    args_.norm_prologue = norm_prologue;
     Status planned = bits_ == 8 ? cuda::plan_matmul_nbits8(args_) : cuda::plan_matmul_nbits4(args_);
     if (!planned.is_ok()) return ctx.fail(planned.message());
     return Status::ok();
   }
 
+  size_t workspace_bytes() const { return workspace_bytes_; }
+  // Whether the plan kept the norm prologue (the GEMV planned, the rows within budget).
+  bool norm_prologue() const { return args_.norm_prologue; }
+
+  // The planned arguments with the run's pointers: activations `a` (null with the prologue), y.
+  cuda::MatMulNBits4Args bind(const KernelContext& ctx, const void* a, void* y) const {
+    cuda::MatMulNBits4Args bound = args_;
+    bound.a = a;
+    bound.b = ctx.input(weight(P::kB)).ptr<const uint8_t>();
+    bound.scales = ctx.input(weight(P::kScales)).data;
+    if (bound.packed_zero_points) bound.zp_packed = ctx.input(weight(P::kZeroPoints)).ptr<const uint8_t>();
+    if (bound.float_zero_points) bound.zp_float = ctx.input(weight(P::kZeroPoints)).data;
+    if (has_bias_) bound.bias = ctx.input(weight(P::kBias)).data;
+    bound.y = y;
+    return bound;
+  }
+
+  // Whether the planned GEMV runs with the prologue on `a`'s pointers.
+  bool prologue_runs(const cuda::MatMulNBits4Args& a) const {
+    return !dense_ && (bits_ == 8 ? cuda::matmul_nbits8_runs_tensor_core(a) : cuda::matmul_nbits4_runs_tensor_core(a));
+  }
+
+  Status run(const cuda::MatMulNBits4Args& a, void* workspace, void* stream) const {
+    if (!dense_) return bits_ == 8 ? cuda::launch_matmul_nbits8(a, stream) : cuda::launch_matmul_nbits4(a, stream);
+    if (!swiglu_apart_) return dense_->run(a, workspace, stream);
+    cuda::MatMulNBits4Args product = a;
+    product.y = static_cast<char*>(workspace) + columns_at_;
+    OG_RETURN_IF_ERROR(dense_->run(product, workspace, stream));
+    return cuda::launch_swiglu_pairs(a.dtype, a.m, a.n / 2, product.y, a.y, stream);
+  }
+
+ private:
+  int weight(int input) const { return weights_ + input - 1; }
+
+  // The dense product's workspace; with the SwiGLU epilogue, the product's columns [m, n] after it.
+  Status plan_dense(PrepareContext& ctx, MatMulNBits4Epilogue epilogue) {
+    Result<cuda::DequantizedMatMul> planned = cuda::DequantizedMatMul::plan(args_, bits_, has_bias_);
+    if (!planned.is_ok()) return ctx.fail(planned.status().message());
+    dense_.emplace(std::move(planned).value());
+    workspace_bytes_ = dense_->workspace_bytes();
+    swiglu_apart_ = epilogue == MatMulNBits4Epilogue::kSwiGLU;
+    if (swiglu_apart_) {
+      columns_at_ = align_up(workspace_bytes_);
+      workspace_bytes_ = columns_at_ + static_cast<size_t>(dtype_storage_bytes(args_.dtype, args_.m * args_.n));
+    }
+    return Status::ok();
+  }
+
+  cuda::MatMulNBits4Args args_;
+  std::optional<cuda::DequantizedMatMul> dense_;  // past kMaxGemvRows rows
+  bool swiglu_apart_ = false;                     // the dense product's SwiGLU, launched after it
+  size_t workspace_bytes_ = 0, columns_at_ = 0;
+  int weights_ = 1;
+  bool has_bias_ = false;
+  int bits_ = 4;  // of the codes: 4 or 8 (the schema checked)
+};
+
+template <MatMulNBits4Epilogue kEpilogue>
+class MatMulNBitsCudaKernel final : public OpKernel {
+ public:
+  Status prepare(PrepareContext& ctx) override {
+    OG_ASSIGN_OR_RETURN(const MatMulNBitsParams p, params(ctx));
+    OG_RETURN_IF_ERROR(product_.plan(ctx, p, P::kB, ctx.input(P::kA).shape.numel() / p.k, kEpilogue, false));
+    ctx.workspace_bytes = product_.workspace_bytes();
+    return Status::ok();
+  }
+
   Status run(const KernelContext& ctx) const override {
-    cuda::MatMulNBits4Args a = args_;
-    a.a = ctx.input(P::kA).data;
-    a.b = ctx.input(P::kB).ptr<const uint8_t>();
-    a.scales = ctx.input(P::kScales).data;
-    if (a.packed_zero_points) a.zp_packed = ctx.input(P::kZeroPoints).ptr<const uint8_t>();
-    if (a.float_zero_points) a.zp_float = ctx.input(P::kZeroPoints).data;
-    if (has_bias_) a.bias = ctx.input(P::kBias).data;
-    a.y = ctx.output(0).data;
-    if (!dense_) {
-      return bits_ == 8 ? cuda::launch_matmul_nbits8(a, ctx.stream) : cuda::launch_matmul_nbits4(a, ctx.stream);
-    }
-    if constexpr (kEpilogue == MatMulNBits4Epilogue::kNone) {
-      return dense_->run(a, ctx.workspace, ctx.stream);
-    } else {
-      cuda::MatMulNBits4Args product = a;
-      product.y = static_cast<char*>(ctx.workspace) + columns_at_;
-      OG_RETURN_IF_ERROR(dense_->run(product, ctx.workspace, ctx.stream));
-      return cuda::launch_swiglu_pairs(a.dtype, a.m, a.n / 2, product.y, a.y, ctx.stream);
-    }
+    return product_.run(product_.bind(ctx, ctx.input(P::kA).data, ctx.output(0).data), ctx.workspace, ctx.stream);
   }
 
  private:
@@ -84,42 +150,78 @@ class MatMulNBitsCudaKernel final : public OpKernel {
     }
   }
 
-  // The dense product's workspace; with an epilogue, the product's columns [m, n] after it.
-  Status plan_dense(PrepareContext& ctx) {
-    Result<cuda::DequantizedMatMul> planned = cuda::DequantizedMatMul::plan(args_, bits_, has_bias_);
-    if (!planned.is_ok()) return ctx.fail(planned.status().message());
-    dense_.emplace(std::move(planned).value());
-    ctx.workspace_bytes = dense_->workspace_bytes();
-    if constexpr (kEpilogue != MatMulNBits4Epilogue::kNone) {
-      columns_at_ = (ctx.workspace_bytes + kColumnsAlignment - 1) / kColumnsAlignment * kColumnsAlignment;
-      ctx.workspace_bytes = columns_at_ + static_cast<size_t>(dtype_storage_bytes(args_.dtype, args_.m * args_.n));
-    }
+  PlannedProduct product_;
+};
+
+// RmsNormMatMulNBits: the GEMV's norm prologue where it runs, else the norm kernel into the
+// workspace (the normalised rows, reserved either way: a few KiB at decode) and the product.
+class RmsNormMatMulNBitsCudaKernel final : public OpKernel {
+ public:
+  using F = RmsNormMatMulNBitsParams;
+
+  Status prepare(PrepareContext& ctx) override {
+    OG_ASSIGN_OR_RETURN(const F p, F::make(ctx.node, ctx.inputs));
+    norm_.dtype = ctx.input(F::kX).dtype;
+    norm_.rows = p.rows;
+    norm_.len = p.matmul.k;
+    norm_.skip_rows = std::max<int64_t>(p.skip_rows, 1);
+    norm_.scale_period = norm_.bias_period = p.matmul.k;
+    norm_.epsilon = p.epsilon;
+    const auto epilogue = p.swiglu ? MatMulNBits4Epilogue::kSwiGLU : MatMulNBits4Epilogue::kNone;
+    // The prologue reads skip row m for row m: a skip repeating over batch rows normalises apart.
+    OG_RETURN_IF_ERROR(product_.plan(ctx, p.matmul, F::kB, p.rows, epilogue, p.skip_rows == p.rows));
+    normalised_bytes_ = align_up(static_cast<size_t>(dtype_storage_bytes(norm_.dtype, p.rows * p.matmul.k)));
+    ctx.workspace_bytes = normalised_bytes_ + product_.workspace_bytes();
     return Status::ok();
   }
 
-  static constexpr size_t kColumnsAlignment = 256;
-  cuda::MatMulNBits4Args args_;
-  std::optional<cuda::DequantizedMatMul> dense_;  // past kMaxGemvRows rows
-  size_t columns_at_ = 0;
-  bool has_bias_ = false;
-  int bits_ = 4;  // of the codes: 4 or 8 (the schema checked)
+  Status run(const KernelContext& ctx) const override {
+    void* normalised = ctx.workspace;
+    void* scratch = static_cast<char*>(ctx.workspace) + normalised_bytes_;
+    void* sum = ctx.outputs.size() > size_t{F::kSum} ? ctx.output(F::kSum).data : nullptr;
+    const void* skip = ctx.has_input(F::kSkip) ? ctx.input(F::kSkip).data : nullptr;
+    if (product_.norm_prologue()) {
+      cuda::MatMulNBits4Args fused = product_.bind(ctx, nullptr, ctx.output(F::kY).data);
+      fused.norm_x = ctx.input(F::kX).data;
+      fused.norm_skip = skip;
+      fused.norm_gamma = ctx.input(F::kGamma).data;
+      fused.norm_sum = sum;
+      fused.norm_epsilon = norm_.epsilon;
+      if (product_.prologue_runs(fused)) return product_.run(fused, scratch, ctx.stream);
+    }
+    cuda::RmsNormArgs norm = norm_;
+    norm.x = ctx.input(F::kX).data;
+    norm.skip = skip;
+    norm.scale = ctx.input(F::kGamma).data;
+    norm.y = normalised;
+    norm.sum = sum;
+    OG_RETURN_IF_ERROR(cuda::launch_rms_norm(norm, ctx.stream));
+    cuda::MatMulNBits4Args apart = product_.bind(ctx, normalised, ctx.output(F::kY).data);
+    apart.norm_prologue = false;
+    return product_.run(apart, scratch, ctx.stream);
+  }
+
+ private:
+  cuda::RmsNormArgs norm_;
+  PlannedProduct product_;
+  size_t normalised_bytes_ = 0;
 };
 
-template <MatMulNBits4Epilogue kEpilogue>
+template <typename Kernel>
 KernelDef kernel_def(const char* domain, const char* op_type) {
   return KernelDef{.domain = domain, .op_type = op_type, .device = DeviceType::kCuda,
                    .dtypes = {DType::kF32, DType::kF16, DType::kBF16},
-                   .create = [](const Node&) -> std::unique_ptr<OpKernel> {
-                     return std::make_unique<MatMulNBitsCudaKernel<kEpilogue>>();
-                   }};
+                   .create = [](const Node&) -> std::unique_ptr<OpKernel> { return std::make_unique<Kernel>(); }};
 }
 
 }  // namespace
 
 void register_quantized_matmul_cuda_kernels(OpRegistry& registry) {
-  registry.add_kernel(kernel_def<MatMulNBits4Epilogue::kNone>("com.microsoft", "MatMulNBits"));
-  registry.add_kernel(kernel_def<MatMulNBits4Epilogue::kSwiGLU>(MatMulNBitsSwiGLUParams::kDomain,
-                                                                MatMulNBitsSwiGLUParams::kOpType));
+  registry.add_kernel(kernel_def<MatMulNBitsCudaKernel<MatMulNBits4Epilogue::kNone>>("com.microsoft", "MatMulNBits"));
+  registry.add_kernel(kernel_def<MatMulNBitsCudaKernel<MatMulNBits4Epilogue::kSwiGLU>>(
+      MatMulNBitsSwiGLUParams::kDomain, MatMulNBitsSwiGLUParams::kOpType));
+  registry.add_kernel(kernel_def<RmsNormMatMulNBitsCudaKernel>(RmsNormMatMulNBitsParams::kDomain,
+                                                               RmsNormMatMulNBitsParams::kOpType));
 }
 
 }  // namespace onnx_genai

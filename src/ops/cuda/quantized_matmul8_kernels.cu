@@ -40,10 +40,12 @@
 //   Activations are read through L1 (where the SM's warps share them): 16 bytes a lane for two
 //   steps whose k are adjacent, else 8 for one.
 //
-//   Dependent launch and split K as in the 4-bit kernel (quantized_matmul_kernels.cu): the first
-//   quads of constant weights are loaded before waiting for the previous kernel; the 8 warps of a
-//   block cover 8 / ksb row tiles, ksb warps splitting K, their partial sums meeting in shared
-//   memory in a fixed order (no atomics, no workspace, capture-safe).
+//   Dependent launch, split K and the norm prologue as in the 4-bit kernel
+//   (quantized_matmul_kernels.cu): the first quads of constant weights are loaded before waiting
+//   for the previous kernel; the 8 warps of a block cover 8 / ksb row tiles, ksb warps splitting
+//   K, their partial sums meeting in shared memory in a fixed order (no atomics, no workspace,
+//   capture-safe); with norm_prologue each block first normalises the activation rows into
+//   shared memory (prefetching its first weights into L2 before the wait) and reads them there.
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
@@ -141,14 +143,16 @@ template <typename T, int NT>
 struct LaneView {
   uint32_t codes[2];   // bytes to the lane's 16 in rows g and g + 8 (rows past N: row N - 1)
   uint32_t params[2];  // elements to the rows' first block: scales, zero points (one byte or value each)
-  uint32_t a[NT];      // elements to the lane's activation row at its first k (row 0 where it has none)
+  uint32_t a[NT];      // elements to the lane's activation row at its first k (row 0 where it has none),
+                       // rows `lda` apart (A's k, or the norm prologue's stride)
   bool own[NT];        // whether it has an activation row (m < M); else its fragments are zeros
   int t;
   int block_shift;     // log2(block_size)
 };
 
 template <typename T, int E, int NT>
-__device__ __forceinline__ LaneView<T, NT> lane_view(const MatMulNBits4Args& p, int64_t first_row, int lane) {
+__device__ __forceinline__ LaneView<T, NT> lane_view(const MatMulNBits4Args& p, int64_t first_row, int lane,
+                                                    int64_t lda) {
   const int g = lane / 4, t = lane % 4;
   const auto row_bytes = static_cast<uint32_t>(p.blocks * p.block_size), blocks = static_cast<uint32_t>(p.blocks);
   LaneView<T, NT> v;
@@ -162,7 +166,7 @@ __device__ __forceinline__ LaneView<T, NT> lane_view(const MatMulNBits4Args& p, 
   for (int nt = 0; nt < NT; ++nt) {
     const int64_t m = nt * 8 + g;
     v.own[nt] = m < p.m;
-    v.a[nt] = static_cast<uint32_t>((v.own[nt] ? m : 0) * p.k + lane_offset<E>(t));
+    v.a[nt] = static_cast<uint32_t>((v.own[nt] ? m : 0) * lda + lane_offset<E>(t));
   }
   v.t = t;
   v.block_shift = __ffs(static_cast<int>(p.block_size)) - 1;  // a power of two
@@ -202,20 +206,24 @@ __device__ __forceinline__ void load_quad(const MatMulNBits4Args& p, const LaneV
 
 // The mma's B fragments of activation tile nt for steps 2 pair and 2 pair + 1 of quad q: per
 // step, (x0, x2) and (x1, x3) of its 4 activations (the order of dequantise_word's pairs), or
-// zeros for a lane without an activation row.
+// zeros for a lane without an activation row. Activations are A's (through the read-only path),
+// or with the norm prologue its `rows` in shared memory (else null). The choice is read from
+// the parameters at each load: of the forms ptxas was shown, the one that spilled least in the
+// kernels decode runs, which sit at their register limits.
 template <typename T, int E, int NT>
-__device__ __forceinline__ void activation_pair(const MatMulNBits4Args& p, const LaneView<T, NT>& v, int nt, int q,
-                                                int pair, uint32_t (&b)[2][2]) {
+__device__ __forceinline__ void activation_pair(const MatMulNBits4Args& p, const T* rows, const LaneView<T, NT>& v,
+                                                int nt, int q, int pair, uint32_t (&b)[2][2]) {
   uint32_t x[2][2] = {};  // per step: (x0, x1), (x2, x3)
   if (v.own[nt]) {
-    const T* at = static_cast<const T*>(p.a) + (v.a[nt] + static_cast<uint32_t>(q) * kQuadCodes);
+    const bool shared = p.norm_prologue;
+    const T* at = (shared ? rows : static_cast<const T*>(p.a)) + (v.a[nt] + static_cast<uint32_t>(q) * kQuadCodes);
     if constexpr (E < 2) {  // the pair's k are adjacent (step_offset): one 16-byte load
-      const uint4 u = __ldg(reinterpret_cast<const uint4*>(at + step_offset<E>(2 * pair)));
+      const uint4 u = load_activations(reinterpret_cast<const uint4*>(at + step_offset<E>(2 * pair)), shared);
       x[0][0] = u.x, x[0][1] = u.y, x[1][0] = u.z, x[1][1] = u.w;
     } else {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const uint2 u = __ldg(reinterpret_cast<const uint2*>(at + step_offset<E>(2 * pair + h)));
+        const uint2 u = load_activations(reinterpret_cast<const uint2*>(at + step_offset<E>(2 * pair + h)), shared);
         x[h][0] = u.x, x[h][1] = u.y;
       }
     }
@@ -228,9 +236,10 @@ __device__ __forceinline__ void activation_pair(const MatMulNBits4Args& p, const
 }
 
 // acc [activation tile][fragment] += the quad's contribution. part / sums collect one phase's
-// (block's) steps before its scales (and float zero points) are applied.
+// (block's) steps before its scales (and float zero points) are applied. `rows`: the norm
+// prologue's activations in shared memory, or null (A's).
 template <typename T, int E, bool FLOAT_ZP, int NT>
-__device__ __forceinline__ void multiply_quad(const MatMulNBits4Args& p, const LaneView<T, NT>& v, int q,
+__device__ __forceinline__ void multiply_quad(const MatMulNBits4Args& p, const T* rows, const LaneView<T, NT>& v, int q,
                                               const Quad<T, E, FLOAT_ZP>& d, float (&acc)[NT][4]) {
   constexpr bool kB = kBf16<T>;
   constexpr int kWeightSets = kB ? 2 : 1;  // mmas a step per activation tile
@@ -249,7 +258,7 @@ __device__ __forceinline__ void multiply_quad(const MatMulNBits4Args& p, const L
   for (int pair = 0; pair < kSteps / 2; ++pair) {
     uint32_t b[NT][2][2];
 #pragma unroll
-    for (int nt = 0; nt < NT; ++nt) activation_pair<T, E, NT>(p, v, nt, q, pair, b[nt]);
+    for (int nt = 0; nt < NT; ++nt) activation_pair<T, E, NT>(p, rows, v, nt, q, pair, b[nt]);
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       const int step = 2 * pair + half, phase = step / kStepsPerPhase;
@@ -324,11 +333,20 @@ __global__ void __launch_bounds__(kThreads, min_blocks_per_sm(kBf16<T>, E, FLOAT
     gemv8_kernel(const MatMulNBits4Args p) {
   constexpr int STAGES = ring_stages(kBf16<T>, E, DEEP);
   __shared__ float partial[kWarps][kTileRows][kMaxRows];
+  extern __shared__ uint4 norm_rows[];  // the norm prologue's (norm_prologue_bytes; else none)
   const int ksb = p.block_k_splits;
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const int64_t block_first_row = static_cast<int64_t>(blockIdx.x) * (kWarps / ksb * kTileRows);
   const int64_t first_row = block_first_row + warp / ksb * kTileRows;
-  const LaneView<T, NT> v = lane_view<T, E, NT>(p, first_row, lane);
+  // The norm prologue comes first, before the lane's state is live (registers), its scratch
+  // `partial`, whose own use starts after the last quad.
+  T* const rows = p.norm_prologue ? reinterpret_cast<T*>(norm_rows) : nullptr;
+  if (rows != nullptr) {
+    norm_prologue<T>(p, rows, &partial[0][0][0], first_row, static_cast<int>(p.k / kQuadCodes) * (warp % ksb) / ksb,
+                     p.blocks * p.block_size);
+  }
+  const LaneView<T, NT> v =
+      lane_view<T, E, NT>(p, first_row, lane, rows != nullptr ? norm_row_stride(p.k, sizeof(T)) : p.k);
 
   // This warp's share of K: quads [q_begin, q_end) of split warp % ksb (none past N).
   const int quads = static_cast<int>(p.k / kQuadCodes), split = warp % ksb;
@@ -337,7 +355,7 @@ __global__ void __launch_bounds__(kThreads, min_blocks_per_sm(kBf16<T>, E, FLOAT
   Quad<T, E, FLOAT_ZP> ring[STAGES];
   stream_quads<STAGES>(
       q_begin, q_end, p.constant_weights, [&](int q, int slot) { load_quad(p, v, q, q_end, ring[slot]); },
-      [&](int q, int slot) { multiply_quad(p, v, q, ring[slot], acc); });
+      [&](int q, int slot) { multiply_quad(p, rows, v, q, ring[slot], acc); });
 
   // Fragment element e of tile nt: row g + 8 (e / 2) of the warp's tile, activation row
   // 8 nt + 2t + e % 2.
@@ -411,7 +429,7 @@ Kernel kernel_for(const MatMulNBits4Args& p) {
 Result<int64_t> resident_blocks(const MatMulNBits4Args& p) {
   const Kernel kernel = kernel_for(p);
   if (kernel == nullptr) return OG_ERROR("MatMulNBits 8-bit (CUDA): unsupported dtype ", dtype_name(p.dtype));
-  return tensor_core_gemv::resident_wave(kernel);
+  return tensor_core_gemv::resident_wave(kernel, norm_prologue_bytes(p));
 }
 
 // The split of K for p's ring (tensor_core_gemv::plan_splits), or `forced`.
@@ -446,14 +464,21 @@ Status plan_tensor_core(MatMulNBits4Args& p, const MatMulNBits4Choice& choice) {
   }
   p.deep_ring = deep;
   OG_ASSIGN_OR_RETURN(p.block_k_splits, splits_for(p, choice.block_k_splits));
+  if (p.norm_prologue) {
+    OG_ASSIGN_OR_RETURN(const int64_t wave, resident_blocks(p));
+    p.norm_prologue = tensor_core_gemv::norm_prologue_pays(ceil_div(p.n, kTileRows), p.block_k_splits, wave);
+  }
   return Status::ok();
 }
 
-// The kernel's loads need these alignments (the shapes were checked by the plan).
+// The kernel's loads need these alignments (the shapes were checked by the plan; the norm
+// prologue's pointers are null or 16-byte aligned, A is null with it).
 bool pointers_fit(const MatMulNBits4Args& p) {
   const uintptr_t params = uintptr_t{2} << block_exponent(p.block_size);  // 2^E 16-bit values
+  const bool norm = aligned(p.norm_x, 16) && aligned(p.norm_skip, 16) && aligned(p.norm_gamma, 16) &&
+                    aligned(p.norm_sum, 16);
   return aligned(p.b, 16) && aligned(p.a, 16) && aligned(p.scales, params) && aligned(p.zp_float, params) &&
-         aligned(p.zp_packed, uintptr_t{1} << block_exponent(p.block_size));
+         aligned(p.zp_packed, uintptr_t{1} << block_exponent(p.block_size)) && norm;
 }
 
 Status check_layout(const MatMulNBits4Args& p) {
@@ -492,11 +517,15 @@ Status plan_matmul_nbits8(MatMulNBits4Args& args, MatMulNBits4Choice choice) {
   args.tensor_core = choice.kernel != MatMulNBits4Kernel::kCudaCore && !wide_row && args.dtype != DType::kF32 && args.m >= 1 &&
                      args.k % kQuadCodes == 0 && args.m * args.k < kIndexLimit &&
                      args.n * args.blocks * args.block_size < kIndexLimit;
+  // The norm prologue's rows (16-bit) must fit their shared-memory budget.
+  args.norm_prologue = args.norm_prologue && args.tensor_core && args.m * args.k * 2 <= kNormPrologueBytes;
   args.deep_ring = false;
   args.block_k_splits = 1;
   args.dependent_launch = args.tensor_core && choice.dependent_launch && dependent_launch_allowed();
   return args.tensor_core ? plan_tensor_core(args, choice) : Status::ok();
 }
+
+bool matmul_nbits8_runs_tensor_core(const MatMulNBits4Args& p) { return p.tensor_core && pointers_fit(p); }
 
 Status launch_matmul_nbits8(const MatMulNBits4Args& p, void* stream) {
   if (p.m == 0 || p.n == 0) return Status::ok();
@@ -505,11 +534,15 @@ Status launch_matmul_nbits8(const MatMulNBits4Args& p, void* stream) {
     return OG_ERROR("MatMulNBits 8-bit (CUDA): zero points given or missing against the plan");
   }
   // Pointers the tensor-core kernel cannot load from (possible for sub-tensors) take the
-  // CUDA-core path.
-  if (!p.tensor_core || !pointers_fit(p)) return nbits4::launch_cuda_core(p, 8, static_cast<cudaStream_t>(stream));
+  // CUDA-core path, which has no norm prologue (its caller normalises first where
+  // matmul_nbits8_runs_tensor_core says no).
+  if (!matmul_nbits8_runs_tensor_core(p)) {
+    if (p.norm_prologue) return OG_ERROR("MatMulNBits 8-bit (CUDA): the norm prologue needs the tensor-core kernel");
+    return nbits4::launch_cuda_core(p, 8, static_cast<cudaStream_t>(stream));
+  }
   const unsigned grid = static_cast<unsigned>(ceil_div(ceil_div(p.n, kTileRows) * p.block_k_splits, kWarps));
-  return cuda_status(launch_kernel(kernel_for(p), dim3(grid), dim3(kThreads), 0, static_cast<cudaStream_t>(stream),
-                                   p.dependent_launch, p),
+  return cuda_status(launch_kernel(kernel_for(p), dim3(grid), dim3(kThreads), norm_prologue_bytes(p),
+                                   static_cast<cudaStream_t>(stream), p.dependent_launch, p),
                      "MatMulNBits 8-bit gemv8_kernel launch");
 }
 

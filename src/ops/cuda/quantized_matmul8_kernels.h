@@ -9,7 +9,7 @@
 // tensor-core one with its standard / deep register ring, where it can run (f16 / bf16
 // activations, K a multiple of 64, aligned pointers; else the CUDA-core kernel runs); the
 // tensor_core, deep_ring, block_k_splits and dependent_launch fields of the arguments say what
-// the plan took.
+// the plan took; the norm prologue is the 4-bit kernel's too.
 #pragma once
 
 #include "ops/cuda/quantized_matmul_kernels.h"
@@ -24,6 +24,10 @@ Status plan_matmul_nbits8(MatMulNBits4Args& args, MatMulNBits4Choice choice = {}
 // What plans given the default choice take instead (initially the planner's). For the tests,
 // which run the op's own planning on every variant; not thread-safe.
 void set_matmul_nbits8_choice(MatMulNBits4Choice choice);
+
+// Whether launch_matmul_nbits8 runs the planned tensor-core kernel on args' pointers (else the
+// CUDA-core kernel, which has no norm prologue).
+bool matmul_nbits8_runs_tensor_core(const MatMulNBits4Args& args);
 
 // Queues the planned kernel on `stream` (a cudaStream_t); no allocation, no synchronisation.
 Status launch_matmul_nbits8(const MatMulNBits4Args& args, void* stream);

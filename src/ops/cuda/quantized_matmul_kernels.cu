@@ -66,6 +66,12 @@ using namespace tensor_core_gemv;
 //   drains: it issues its first quads of constant weights, then waits for it
 //   (dependent_launch.cuh), and lets the next kernel launch once its loads are done.
 //
+//   Norm prologue (MatMulNBits4Args::norm_prologue, onnx_genai RmsNormMatMulNBits). Each block
+//   first prefetches its first quads of weights into L2, waits, and RMS-normalises the M
+//   activation rows into shared memory (tensor_core_gemv::norm_prologue: a few KiB read from L2
+//   by every block); its lanes then read their activations there instead of through L1, and the
+//   norm costs no launch of its own. One runtime flag, no kernel variants.
+//
 //   Splitting K. Small N gives few row tiles, so the 8 warps of a block may cover
 //   8 / block_k_splits tiles each, splitting K between block_k_splits warps (plan() weighs
 //   waves of resident blocks against memory round trips per warp). Partial sums meet in shared
@@ -169,12 +175,14 @@ __device__ __forceinline__ void dequantise_word(uint32_t w, ZeroPair lo, ZeroPai
 // The mma's B operands of a word's two steps, from activations p[0 .. 7] (16 bytes in f16 /
 // bf16, so one load serves both steps): step h takes p[4h .. 4h + 3] in the order of
 // dequantise_word, (p0, p2), (p1, p3); per part of an f32 split.
+// `generic`: the rows are the norm prologue's, in shared memory (load_activations).
 template <typename T>
-__device__ __forceinline__ void activation_fragments(const T* p, uint32_t (&b)[2][Operands<T>::kParts][2]) {
+__device__ __forceinline__ void activation_fragments(const T* p, bool generic,
+                                                     uint32_t (&b)[2][Operands<T>::kParts][2]) {
   if constexpr (std::is_same_v<T, float>) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const float4 v = __ldg(reinterpret_cast<const float4*>(p) + h);
+      const float4 v = load_activations(reinterpret_cast<const float4*>(p) + h, generic);
       float x[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
       for (int part = 0; part < 3; ++part) {
@@ -190,7 +198,7 @@ __device__ __forceinline__ void activation_fragments(const T* p, uint32_t (&b)[2
       }
     }
   } else {
-    const uint4 v = __ldg(reinterpret_cast<const uint4*>(p));  // (p0, p1), (p2, p3), (p4, p5), (p6, p7)
+    const uint4 v = load_activations(reinterpret_cast<const uint4*>(p), generic);  // (p0, p1), (p2, p3), ...
     b[0][0][0] = __byte_perm(v.x, v.y, 0x5410);
     b[0][0][1] = __byte_perm(v.x, v.y, 0x7632);
     b[1][0][0] = __byte_perm(v.z, v.w, 0x5410);
@@ -210,7 +218,8 @@ struct Quad {
   uint32_t zero_packed[2];  // the quad's zero-point bytes, little-endian
 };
 
-// The lane's view of the problem: its rows (g, g + 8 of the tile) and activation rows, at quad 0.
+// The lane's view of the problem: its rows (g, g + 8 of the tile) and activation rows (of `a`,
+// `lda` elements apart: A in global memory, or the norm prologue's rows), at quad 0.
 // Offsets into B and its parameters are 32-bit (the plan checks the sizes): fewer registers.
 template <typename T, int NT>
 struct LaneView {
@@ -224,7 +233,8 @@ struct LaneView {
 };
 
 template <typename T, typename Lay, Zp ZP, int NT>
-__device__ __forceinline__ LaneView<T, NT> lane_view(const MatMulNBits4Args& p, int64_t first_row, int lane) {
+__device__ __forceinline__ LaneView<T, NT> lane_view(const MatMulNBits4Args& p, int64_t first_row, int lane, const T* a,
+                                                    int64_t lda) {
   const int g = lane / 4, t = lane % 4;
   const uint32_t row_bytes = static_cast<uint32_t>(p.k / 2), blocks = static_cast<uint32_t>(p.blocks);
   LaneView<T, NT> v;
@@ -239,7 +249,7 @@ __device__ __forceinline__ LaneView<T, NT> lane_view(const MatMulNBits4Args& p, 
   for (int nt = 0; nt < NT; ++nt) {
     const int64_t m = nt * Lay::kTileM + g / Lay::kClasses;
     const bool own = g % Lay::kClasses == Lay::lane_class(t) && m < p.m;
-    v.a[nt] = own ? static_cast<const T*>(p.a) + m * p.k + 2 * lane_offset<Lay::kSpread>(t)
+    v.a[nt] = own ? a + m * lda + 2 * lane_offset<Lay::kSpread>(t)
                   : reinterpret_cast<const T*>(g_zero_activations);
     v.a_step[nt] = own ? kQuadCodes : 0;
   }
@@ -280,9 +290,10 @@ __device__ __forceinline__ ZeroPair zeros(const Quad<T, Lay, ZP>& d, int r, int 
 }
 
 // acc [activation tile][fragment] += the quad's contribution. part / sums collect one phase's
-// steps before its scales (and float zero points) are applied.
+// steps before its scales (and float zero points) are applied. `generic`: activations in shared
+// memory (the norm prologue's).
 template <typename T, typename Lay, Zp ZP, int NT>
-__device__ __forceinline__ void multiply_quad(const LaneView<T, NT>& v, int q, const Quad<T, Lay, ZP>& d,
+__device__ __forceinline__ void multiply_quad(const LaneView<T, NT>& v, int q, const Quad<T, Lay, ZP>& d, bool generic,
                                               float (&acc)[NT][4]) {
   using Ops = Operands<T>;
   constexpr bool kFloatZp = ZP == Zp::kFloat;
@@ -309,7 +320,9 @@ __device__ __forceinline__ void multiply_quad(const LaneView<T, NT>& v, int q, c
     for (int r = 0; r < 2; ++r) dequantise_word<Ops::kBf16>(x[r][word], zeros(d, r, lo), zeros(d, r, hi), dq[r]);
     uint32_t b[NT][2][Ops::kParts][2];
 #pragma unroll
-    for (int nt = 0; nt < NT; ++nt) activation_fragments<T>(a[nt] + 2 * step_offset<Lay::kSpread>(2 * word), b[nt]);
+    for (int nt = 0; nt < NT; ++nt) {
+      activation_fragments<T>(a[nt] + 2 * step_offset<Lay::kSpread>(2 * word), generic, b[nt]);
+    }
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       const int step = 2 * word + half, chain = step % kChains;
@@ -395,11 +408,21 @@ template <typename T, typename Lay, Zp ZP, int NT, bool DEEP>
 __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<T, ZP, NT, DEEP>) small_m_kernel(const MatMulNBits4Args p) {
   constexpr int STAGES = kStages<T, ZP, DEEP>;
   __shared__ float partial[kWarps][kTileRows][kMaxMTiles * 8];
+  extern __shared__ uint4 norm_rows[];  // the norm prologue's (norm_prologue_bytes; else none)
   const int ksb = p.block_k_splits;
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const int64_t block_first_row = static_cast<int64_t>(blockIdx.x) * (kWarps / ksb * kTileRows);
   const int64_t first_row = block_first_row + warp / ksb * kTileRows;
-  const LaneView<T, NT> v = lane_view<T, Lay, ZP, NT>(p, first_row, lane);
+  // The norm prologue comes first, before the lane's state is live (registers), its scratch
+  // `partial`, whose own use starts after the last quad.
+  const bool normalise = p.norm_prologue;
+  T* const rows = reinterpret_cast<T*>(norm_rows);
+  if (normalise) {
+    norm_prologue<T>(p, rows, &partial[0][0][0], first_row, static_cast<int>(p.k / kQuadCodes) * (warp % ksb) / ksb,
+                     p.k / 2);
+  }
+  const LaneView<T, NT> v = lane_view<T, Lay, ZP, NT>(p, first_row, lane, normalise ? rows : static_cast<const T*>(p.a),
+                                                      normalise ? norm_row_stride(p.k, sizeof(T)) : p.k);
 
   // This warp's share of K: quads [q_begin, q_end) of split warp % ksb (none past N).
   const int quads = static_cast<int>(p.k / kQuadCodes), split = warp % ksb;
@@ -408,7 +431,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<T, ZP, NT, DEEP>) sm
   Quad<T, Lay, ZP> ring[STAGES];
   stream_quads<STAGES>(
       q_begin, q_end, p.constant_weights, [&](int q, int slot) { load_quad(p, v, q, q_end, ring[slot]); },
-      [&](int q, int slot) { multiply_quad(v, q, ring[slot], acc); });
+      [&](int q, int slot) { multiply_quad(v, q, ring[slot], normalise, acc); });
 
   const bool swiglu = p.epilogue == MatMulNBits4Epilogue::kSwiGLU;
   if (ksb == 1 && !swiglu) {
@@ -515,23 +538,28 @@ int quads_in_flight(const MatMulNBits4Args& p) {
 Status plan(MatMulNBits4Args& p, int forced_splits) {
   const Kernel kernel = kernel_for(p);
   if (kernel == nullptr) return OG_ERROR("MatMulNBits (CUDA): unsupported dtype ", dtype_name(p.dtype));
-  OG_ASSIGN_OR_RETURN(const int64_t wave, resident_wave(kernel));
+  OG_ASSIGN_OR_RETURN(const int64_t wave, resident_wave(kernel, norm_prologue_bytes(p)));
   OG_ASSIGN_OR_RETURN(p.block_k_splits, plan_splits(ceil_div(p.n, kTileRows), p.k / kQuadCodes, wave,
                                                     quads_in_flight(p), forced_splits, "MatMulNBits (CUDA)"));
+  p.norm_prologue = p.norm_prologue && norm_prologue_pays(ceil_div(p.n, kTileRows), p.block_k_splits, wave);
   return Status::ok();
 }
 
-// The kernel's loads need these alignments (the shapes were checked by the plan).
+// The kernel's loads need these alignments (the shapes were checked by the plan; the norm
+// prologue's pointers are null or 16-byte aligned, A is null with it).
 bool pointers_fit(const MatMulNBits4Args& p) {
   const uintptr_t element = p.dtype == DType::kF32 ? 4 : 2;
   const uintptr_t params = element << block_exponent(p.block_size);
+  const bool norm = aligned(p.norm_x, 16) && aligned(p.norm_skip, 16) && aligned(p.norm_gamma, 16) &&
+                    aligned(p.norm_sum, 16);
   return aligned(p.b, 16) && aligned(p.a, 16) && aligned(p.scales, params) && aligned(p.zp_float, params) &&
-         aligned(p.zp_packed, 2);
+         aligned(p.zp_packed, 2) && norm;
 }
 
 Status launch(const MatMulNBits4Args& p, cudaStream_t s) {
   const unsigned grid = static_cast<unsigned>(ceil_div(ceil_div(p.n, kTileRows) * p.block_k_splits, kWarps));
-  return cuda_status(launch_kernel(kernel_for(p), dim3(grid), dim3(kThreads), 0, s, p.dependent_launch, p),
+  return cuda_status(launch_kernel(kernel_for(p), dim3(grid), dim3(kThreads), norm_prologue_bytes(p), s,
+                                   p.dependent_launch, p),
                      "MatMulNBits small_m_kernel launch");
 }
 
@@ -579,6 +607,9 @@ Status plan_matmul_nbits4(MatMulNBits4Args& args, MatMulNBits4Choice choice) {
   args.tensor_core = choice.kernel != MatMulNBits4Kernel::kCudaCore && args.m >= 1 && args.m <= 16 &&
                      args.k % tensor_core::kQuadCodes == 0 && args.k % args.block_size == 0 &&
                      args.block_size >= 32 && args.n * (args.k / 2) < (int64_t{1} << 32);
+  // The norm prologue's rows must fit their shared-memory budget.
+  const int64_t element = args.dtype == DType::kF32 ? 4 : 2;
+  args.norm_prologue = args.norm_prologue && args.tensor_core && args.m * args.k * element <= kNormPrologueBytes;
   const bool variants = args.tensor_core && tensor_core::ring_variants_exist(args);
   args.deep_ring = variants && choice.kernel == MatMulNBits4Kernel::kTensorCoreDeep;
   args.block_k_splits = 1;
@@ -594,9 +625,13 @@ Status launch_matmul_nbits4(const MatMulNBits4Args& p, void* stream) {
   }
   const auto s = static_cast<cudaStream_t>(stream);
   // Pointers the tensor-core kernel cannot load from (possible for sub-tensors) take the
-  // CUDA-core path.
-  if (p.tensor_core && tensor_core::pointers_fit(p)) return tensor_core::launch(p, s);
+  // CUDA-core path, which has no norm prologue (its caller normalises first where
+  // matmul_nbits4_runs_tensor_core says no).
+  if (matmul_nbits4_runs_tensor_core(p)) return tensor_core::launch(p, s);
+  if (p.norm_prologue) return OG_ERROR("MatMulNBits (CUDA): the norm prologue needs the tensor-core kernel");
   return launch_cuda_core(p, 4, s);
 }
+
+bool matmul_nbits4_runs_tensor_core(const MatMulNBits4Args& p) { return p.tensor_core && tensor_core::pointers_fit(p); }
 
 }  // namespace onnx_genai::cuda

@@ -57,6 +57,20 @@ struct MatMulNBits4Args {
   bool constant_weights = false;
   MatMulNBits4Epilogue epilogue = MatMulNBits4Epilogue::kNone;  // kSwiGLU needs an even n
 
+  // The RMS-norm prologue (onnx_genai RmsNormMatMulNBits, ops/schema/fused_matmul.h). Asked for
+  // before planning; the plan keeps it only for the tensor-core kernel, where the normalised rows
+  // fit kNormPrologueBytes. Each block then reads, once the previous kernel is done, rows
+  // norm_x [m, k] (+ norm_skip [m, k]), normalises them with norm_gamma [k] as the RMS norm kernel
+  // does (normalization_kernels.h: f32, rounded to dtype) into shared memory, and reads its
+  // activations there (`a` is not read); block 0 also writes norm_x + norm_skip to norm_sum
+  // where given. Device pointers of dtype, 16-byte aligned.
+  bool norm_prologue = false;
+  const void* norm_x = nullptr;
+  const void* norm_skip = nullptr;
+  const void* norm_gamma = nullptr;
+  void* norm_sum = nullptr;
+  float norm_epsilon = 0.0f;
+
   // Set by plan_matmul_nbits4 from the shapes and the device (never from data).
   bool tensor_core = false;  // the small-M tensor-core kernel (else the CUDA-core one)
   bool deep_ring = false;    // its deep register ring
@@ -64,10 +78,18 @@ struct MatMulNBits4Args {
   bool dependent_launch = false;  // launched as a programmatic dependent of the previous kernel
 };
 
+// Shared memory the norm prologue may take: the normalised rows, as m x k x sizeof(dtype) (1 or
+// 2 rows at K = 3584 in f16). More rows normalise on their own (launch_rms_norm) first.
+constexpr int64_t kNormPrologueBytes = 16 * 1024;
+
 // Validates the shapes and picks the kernel and its work split for the current device. Call once
 // per shape (in prepare), before the pointers are known. A default `choice` takes the process-wide
 // one below.
 Status plan_matmul_nbits4(MatMulNBits4Args& args, MatMulNBits4Choice choice = {});
+
+// Whether launch_matmul_nbits4 runs the planned tensor-core kernel on args' pointers (else the
+// CUDA-core kernel, which has no norm prologue: a planned prologue then cannot run).
+bool matmul_nbits4_runs_tensor_core(const MatMulNBits4Args& args);
 
 // What plans given the default choice take instead (initially the default: the planner's). For
 // the tests, which run the op's own planning on every variant; not thread-safe.

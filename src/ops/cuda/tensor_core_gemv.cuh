@@ -1,18 +1,21 @@
 // Device pieces of the small-M tensor-core GEMVs of MatMulNBits (quantized_matmul_kernels.cu,
 // 4-bit; quantized_matmul8_kernels.cu, 8-bit): the mma on packed operands, paired 16-bit
-// arithmetic, streaming loads of codes, word trades between the lanes of a group, and the split-K
-// reduction that ends a kernel. .cu files only.
+// arithmetic, streaming loads of codes, word trades between the lanes of a group, the split-K
+// reduction that ends a kernel, and the RMS-norm prologue of onnx_genai RmsNormMatMulNBits
+// (normalised activation rows in shared memory). .cu files only.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <tuple>
 #include <type_traits>
 
 #include "core/cuda/cuda_check.h"
 #include "ops/cuda/dependent_launch.cuh"
+#include "ops/cuda/device_types.cuh"
 #include "ops/cuda/quantized_matmul_device.cuh"
 #include "ops/cuda/tensor_core.cuh"
 
@@ -109,9 +112,112 @@ __device__ __forceinline__ void store_split_sums(const MatMulNBits4Args& p,
   }
 }
 
-// Blocks of `kernel` (kThreads threads, no dynamic shared memory) resident on the device at once.
+// Fetches the line holding `p` into L2 (no register waits for it).
+__device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
+
+// An activation load: through the read-only path (ld.global.nc) from global memory, or a generic
+// load where the norm prologue left the rows in shared memory, which ld.global.nc cannot read (it
+// still reads the global zeros of lanes without a row). `generic` is uniform over the grid.
+template <typename V>
+__device__ __forceinline__ V load_activations(const V* p, bool generic) {
+  return generic ? *p : __ldg(p);
+}
+
+// The norm prologue's rows in shared memory are padded by 16 bytes: rows of k x 2 bytes, a
+// multiple of 128, would otherwise start in the same bank and conflict where lanes of one phase
+// read two rows at one k.
+__host__ __device__ constexpr int64_t norm_row_stride(int64_t k, int64_t element_bytes) {
+  return k + 16 / element_bytes;
+}
+
+// Dynamic shared memory the kernel takes for `p`: the norm prologue's rows, or none.
+inline size_t norm_prologue_bytes(const MatMulNBits4Args& p) {
+  const int64_t element = p.dtype == DType::kF32 ? 4 : 2;
+  return p.norm_prologue ? static_cast<size_t>(p.m * norm_row_stride(p.k, element) * element) : 0;
+}
+
+// s = norm_x (+ norm_skip) at element `at` of the rows, VEC elements, in f32.
+template <typename T, int VEC>
+__device__ __forceinline__ void load_norm_sum(const MatMulNBits4Args& p, uint32_t at, float (&s)[VEC]) {
+  load_floats<T, VEC>(static_cast<const T*>(p.norm_x) + at, s);
+  if (p.norm_skip == nullptr) return;
+  float t[VEC];
+  load_floats<T, VEC>(static_cast<const T*>(p.norm_skip) + at, t);
+#pragma unroll
+  for (int i = 0; i < VEC; ++i) s[i] += t[i];
+}
+
+// The rows of the norm prologue (MatMulNBits4Args::norm_prologue), by every thread of the block
+// (it synchronises it): rows [m, k] of y = s / sqrt(mean(s^2) + epsilon) * gamma, s = x (+ skip),
+// in f32 as the RMS norm kernel computes them (normalization_kernels.cu), rounded to T into
+// `rows` (stride norm_row_stride). Two passes over x and skip (the second hits L1/L2): sums of
+// squares, reduced per warp into `scratch` (m x kWarps floats) and added in a fixed order; then
+// the scaled rows, block 0 writing s to norm_sum. Offsets are 32-bit (m x k is a few thousand)
+// and the loops stay rolled: the kernels around it are at their register limits.
+template <typename T>
+__device__ __forceinline__ void normalise_rows(const MatMulNBits4Args& p, T* rows, float* scratch) {
+  constexpr int VEC = 16 / sizeof(T);
+  const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const auto k = static_cast<uint32_t>(p.k), m_rows = static_cast<uint32_t>(p.m);
+#pragma unroll 1
+  for (uint32_t m = 0; m < m_rows; ++m) {
+    float sum_sq = 0.0f;
+#pragma unroll 1
+    for (uint32_t j = threadIdx.x * VEC; j < k; j += kThreads * VEC) {
+      float s[VEC];
+      load_norm_sum<T, VEC>(p, m * k + j, s);
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) sum_sq += s[i] * s[i];
+    }
+    sum_sq = warp_sum(sum_sq);
+    if (lane == 0) scratch[m * kWarps + warp] = sum_sq;
+  }
+  __syncthreads();
+  T* sum_out = blockIdx.x == 0 ? static_cast<T*>(p.norm_sum) : nullptr;
+  const auto stride = static_cast<uint32_t>(norm_row_stride(k, sizeof(T)));
+#pragma unroll 1
+  for (uint32_t m = 0; m < m_rows; ++m) {
+    float sum_sq = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) sum_sq += scratch[m * kWarps + w];
+    const float inv_std = 1.0f / sqrtf(sum_sq / static_cast<float>(k) + p.norm_epsilon);
+#pragma unroll 1
+    for (uint32_t j = threadIdx.x * VEC; j < k; j += kThreads * VEC) {
+      float s[VEC], gamma[VEC], y[VEC];
+      load_norm_sum<T, VEC>(p, m * k + j, s);
+      if (sum_out != nullptr) store_floats<T, VEC>(sum_out + m * k + j, s);
+      load_floats<T, VEC>(static_cast<const T*>(p.norm_gamma) + j, gamma);
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) y[i] = s[i] * inv_std * gamma[i];
+      store_floats<T, VEC>(rows + m * stride + j, y);
+    }
+  }
+  __syncthreads();
+}
+
+// The norm prologue, first thing in a kernel whose every thread calls it. Constant weights start
+// moving before the previous kernel is waited for, as in stream_quads, but into L2 (the warp's
+// first 4 quads of 64 bytes in each of its 16 rows of B from first_row, rows of row_bytes): held
+// in registers, a ring in flight across the prologue would spill. Then the wait, then the rows;
+// stream_quads's own wait afterwards returns at once.
+template <typename T>
+__device__ __forceinline__ void norm_prologue(const MatMulNBits4Args& p, T* rows, float* scratch, int64_t first_row,
+                                              int q_begin, int64_t row_bytes) {
+  if (p.constant_weights) {
+    // 32-bit offsets (the plans bound B's bytes by 2^32), clamped into B.
+    const uint32_t lane = threadIdx.x % 32, bytes = static_cast<uint32_t>(row_bytes);
+    const auto n = static_cast<uint32_t>(min(first_row + lane / 2, p.n - 1));
+    const uint32_t at = min(static_cast<uint32_t>(q_begin) * 64 + (lane % 2) * 128, bytes - 1);
+    prefetch_l2(p.b + (n * bytes + at));
+  }
+  wait_for_prior_grid();
+  normalise_rows<T>(p, rows, scratch);
+}
+
+// Blocks of `kernel` (kThreads threads, `dynamic_bytes` of dynamic shared memory) resident on
+// the device at once.
 template <typename Kernel>
-Result<int64_t> resident_wave(Kernel kernel) {
+Result<int64_t> resident_wave(Kernel kernel, size_t dynamic_bytes = 0) {
   int device = 0, sms = 0, resident = 0;
   OG_RETURN_IF_ERROR(cuda_status(cudaGetDevice(&device), "cudaGetDevice"));
   OG_RETURN_IF_ERROR(cuda_status(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
@@ -119,8 +225,8 @@ Result<int64_t> resident_wave(Kernel kernel) {
   OG_RETURN_IF_ERROR(cuda_status(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                                                       kSharedCarveoutPercent),
                                  "shared-memory carve-out"));
-  OG_RETURN_IF_ERROR(cuda_status(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, kThreads, 0),
-                                 "occupancy"));
+  OG_RETURN_IF_ERROR(cuda_status(
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, kThreads, dynamic_bytes), "occupancy"));
   return int64_t{std::max(resident, 1)} * sms;
 }
 
@@ -149,6 +255,14 @@ inline Result<int> plan_splits(int64_t tiles, int64_t quads, int64_t wave, int64
   }
   if (ceil_div(tiles * best, kWarps) > 0x7fffffff) return OG_ERROR(op, ": ", tiles * kTileRows, " rows exceed the grid");
   return best;
+}
+
+// Whether the norm prologue pays on a grid of `tiles` row tiles whose K is split `splits` ways,
+// `wave` blocks resident at once: every block normalises the rows before it streams, so blocks
+// past the first wave pay for it again (H200, Qwen2.5-7B-shape gate/up, 4 waves: decode 378 ->
+// 347 tok/s with the prologue there; the 0.5B shape, one wave everywhere, 1214 -> 1233).
+inline bool norm_prologue_pays(int64_t tiles, int splits, int64_t wave) {
+  return nbits4::ceil_div(tiles * splits, kWarps) <= wave;
 }
 
 // Streams a warp's quads [q_begin, q_end) through a ring of STAGES (quad q + STAGES - 1 loaded
