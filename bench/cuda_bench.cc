@@ -26,7 +26,10 @@
 // GEMVs and fused with the SwiGLU epilogue, the fused one in every variant. 8-bit weights (group
 // "gemv8", quantized_matmul8_kernels.h): Qwen2.5-7B's gate / up (3584 x 18944) and down
 // (18944 x 3584) and Llama-3-8B's 4096 x 4096, blocks of 32 and 128, the same variants (the deep
-// ring where the 8-bit kernel has one) and report, bytes read counting one byte per code.
+// ring where the 8-bit kernel has one) and report, bytes read counting one byte per code. Many
+// rows (group "gemm": M = 16, 32, 64 of Qwen2.5-7B's and 0.5B's projections, gate and up as one
+// 2N-row matrix): the tensor-core kernel (its many-row form past 16 rows) as planned and at every
+// forced split of K against the dense path (dequantise, cuBLASLt) and against M = 1.
 //
 // GroupQueryAttention prompts of a 7B model's attention (N32 / Nkv8, D128, f16, rotary, causal;
 // 512 and 1024 rows first, 512 after 512 cached rows) through the op's whole launch sequence
@@ -49,6 +52,7 @@
 #include "core/cuda/device.h"
 #include "core/cuda/memory.h"
 #include "ops/cuda/attention_kernels.h"
+#include "ops/cuda/dequantized_matmul.h"
 #include "ops/cuda/quantized_matmul8_kernels.h"
 #include "ops/cuda/quantized_matmul_kernels.h"
 #include "onnx_genai/dtype.h"
@@ -140,7 +144,8 @@ constexpr Variant kVariants[] = {
     {"tc/serial", {K4::kTensorCore, 0, false}}};  // launched after the previous kernel ends
 
 struct Row {
-  // "gemv", "gemv8" (8-bit codes), or "gate_up" (n: the output width; "two GEMVs" is the unfused pair)
+  // "gemv", "gemv8" (8-bit codes), "gate_up" (n: the output width; "two GEMVs" is the unfused
+  // pair), or "gemm" (many rows; "dense" is the dequantised cuBLASLt path)
   const char* group;
   Shape2 shape;
   int64_t m;
@@ -219,9 +224,14 @@ Result<double> replay_ms(cudaStream_t stream, const std::function<Status()>& que
   return ms;
 }
 
+// Queues one planned product of `args` (the GEMV kernels, or the dense path) on a stream.
+using Launch = std::function<Status(const cuda::MatMulNBits4Args&, cudaStream_t)>;
+
 // Microseconds per launch group of `args` over the weight copies: per copy, `parts` launches on
 // consecutive slices of args.n rows (separate projections in one buffer), replayed as one graph.
-Result<double> time_launches(cuda::MatMulNBits4Args args, const WeightCopies& w, cudaStream_t stream, int parts = 1) {
+// `launch`: the planned GEMV kernel where none is given.
+Result<double> time_launches(cuda::MatMulNBits4Args args, const WeightCopies& w, cudaStream_t stream, int parts = 1,
+                             const Launch& launch = {}) {
   const int64_t slice_codes = args.n * args.blocks * args.block_size * w.bits / 8;
   const int64_t slice_scales = args.n * args.blocks * 2;
   const auto launch_all = [&]() -> Status {
@@ -229,8 +239,12 @@ Result<double> time_launches(cuda::MatMulNBits4Args args, const WeightCopies& w,
       for (int part = 0; part < parts; ++part) {
         args.b = static_cast<const uint8_t*>(w.codes[c].data()) + part * slice_codes;
         args.scales = static_cast<const char*>(w.scales[c].data()) + part * slice_scales;
-        OG_RETURN_IF_ERROR(w.bits == 8 ? cuda::launch_matmul_nbits8(args, stream)
-                                       : cuda::launch_matmul_nbits4(args, stream));
+        if (launch) {
+          OG_RETURN_IF_ERROR(launch(args, stream));
+        } else {
+          OG_RETURN_IF_ERROR(w.bits == 8 ? cuda::launch_matmul_nbits8(args, stream)
+                                         : cuda::launch_matmul_nbits4(args, stream));
+        }
       }
     }
     return Status::ok();
@@ -264,7 +278,10 @@ Row measure(const char* group, const Shape2& s, cuda::MatMulNBits4Args args, con
   const Status planned =
       weights.bits == 8 ? cuda::plan_matmul_nbits8(args, choice) : cuda::plan_matmul_nbits4(args, choice);
   args.y = y.data();
-  const Result<double> us = planned.is_ok() ? time_launches(args, weights, stream, parts) : Result<double>(planned);
+  Result<cuda::DeviceBuffer> workspace = cuda::DeviceBuffer::allocate(std::max<size_t>(args.workspace_bytes, 16));
+  args.workspace = workspace.is_ok() ? workspace->data() : nullptr;
+  Status ready = !planned.is_ok() ? planned : workspace.status();
+  const Result<double> us = ready.is_ok() ? time_launches(args, weights, stream, parts) : Result<double>(ready);
   if (us.is_ok()) {
     row.us = *us;
     row.tensor_core = args.tensor_core, row.deep_ring = args.deep_ring;
@@ -292,6 +309,55 @@ cuda::MatMulNBits4Args f16_args(int64_t m, int64_t n, const Shape2& s, const cud
   args.a = a.data();
   args.constant_weights = true;
   return args;
+}
+
+// The dense path's row for `args` (cuda::DequantizedMatMul: B dequantised into a workspace, then
+// cuBLASLt), timed like the GEMV kernels into `y`.
+Row measure_dense(const Shape2& s, const cuda::MatMulNBits4Args& args, const WeightCopies& weights,
+                  const cuda::DeviceBuffer& y, cudaStream_t stream) {
+  Row row{"gemm", s, args.m, "dense", NAN, static_cast<double>(weights.set_bytes), false, false, 1, NAN, ""};
+  Result<cuda::DequantizedMatMul> dense = cuda::DequantizedMatMul::plan(args, weights.bits, false);
+  Result<double> us = dense.status();
+  if (dense.is_ok()) {
+    Result<cuda::DeviceBuffer> workspace = cuda::DeviceBuffer::allocate(std::max<size_t>(dense->workspace_bytes(), 16));
+    us = workspace.status();
+    if (workspace.is_ok()) {
+      cuda::MatMulNBits4Args bound = args;
+      bound.y = y.data();
+      us = time_launches(bound, weights, stream, 1, [&](const cuda::MatMulNBits4Args& a, cudaStream_t st) {
+        return dense->run(a, workspace->data(), st);
+      });
+    }
+  }
+  if (us.is_ok()) {
+    row.us = *us;
+  } else {
+    row.error = us.status().message();
+    std::fprintf(stderr, "cuda_bench: gemm K=%lld N=%lld M=%lld dense: %s\n", static_cast<long long>(s.k),
+                 static_cast<long long>(s.n), static_cast<long long>(args.m), row.error.c_str());
+  }
+  return row;
+}
+
+// Many rows (M = 16, 32, 64: a batch of decodes, a long verify) for one weight shape: the dense
+// path (the reference output), then the tensor-core kernel (its many-row form past 16) as planned
+// and at each forced split of K; and M = 1 as planned, the cost of one row.
+void bench_many_rows(const Shape2& s, int64_t l2_bytes, cudaStream_t stream, std::mt19937& rng, std::vector<Row>& rows) {
+  const WeightCopies weights = make_weight_copies(s, l2_bytes, stream, rng);
+  for (int64_t m : {int64_t{1}, int64_t{16}, int64_t{32}, int64_t{64}}) {
+    const cuda::DeviceBuffer a = random_activations(m, s.k, stream, rng);
+    const size_t outputs = static_cast<size_t>(m * s.n);
+    const cuda::DeviceBuffer reference = value_or_exit(cuda::DeviceBuffer::allocate(outputs * 2));
+    const cuda::DeviceBuffer y = value_or_exit(cuda::DeviceBuffer::allocate(outputs * 2));
+    rows.push_back(measure_dense(s, f16_args(m, s.n, s, a), weights, reference, stream));
+    for (const Variant& v : kVariants) {
+      const bool tensor_core = v.choice.kernel == K4::kTensorCore || v.choice.kernel == K4::kAuto;
+      if (!tensor_core || !v.choice.dependent_launch || (m == 1 && v.choice.kernel != K4::kAuto)) continue;
+      rows.push_back(measure("gemm", s, f16_args(m, s.n, s, a), v.name, v.choice, weights, y, &reference, outputs,
+                             stream));
+    }
+  }
+  BENCH_CHECK(check(cudaStreamSynchronize(stream), "cudaStreamSynchronize"));
 }
 
 // Times M = 1 and M = 8 with every variant for one weight shape, against the CUDA-core output.
@@ -488,7 +554,7 @@ void print_summary(const std::vector<Row>& rows, double copy_bw) {
               "best time (of copy) | best M=8/M=1 |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (size_t i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];
-    if (i > 0 && same_case(rows[i - 1], r)) continue;
+    if ((i > 0 && same_case(rows[i - 1], r)) || std::string(r.group) == "gemm") continue;  // print_many_rows
     const Row* best = nullptr;
     for (size_t j = i; j < rows.size() && same_case(rows[j], r); ++j) {
       const bool fused_or_single = std::string(rows[j].variant) != "two GEMVs";
@@ -506,6 +572,38 @@ void print_summary(const std::vector<Row>& rows, double copy_bw) {
                 cell(rows, r, "planned", copy_bw).c_str(), cell(rows, r, "tc", copy_bw).c_str(), cell(rows, r, "tc/serial", copy_bw).c_str(),
                 cell(rows, r, "deep", copy_bw).c_str(), best != nullptr ? best->variant : "-",
                 best != nullptr ? cell(rows, r, best->variant, copy_bw).c_str() : "-", ratio.c_str());
+  }
+}
+
+// One line per (shape, M > 1) of the many-row group: what the op runs (the planned tensor-core
+// kernel, or the dense path where the plan declines it), the fastest tensor-core variant and the
+// dense path, and the op's time over the planned M = 1 time.
+void print_many_rows(const std::vector<Row>& rows, double copy_bw) {
+  bool header = false;
+  for (const Row& r : rows) {
+    if (std::string(r.group) != "gemm" || r.m == 1 || std::string(r.variant) != "dense") continue;
+    if (!header) {
+      std::printf("\n| many rows | K | N | block | M | the op runs | best tensor-core | dense | op / M=1 | dense / op "
+                  "|\n|---|---|---|---|---|---|---|---|---|---|\n");
+      header = true;
+    }
+    const Row* best = nullptr;
+    for (const Row& o : rows) {
+      if (same_case(o, r) && std::string(o.variant) != "dense" && !std::isnan(o.us) && (best == nullptr || o.us < best->us)) {
+        best = &o;
+      }
+    }
+    const Row* planned = find_row(rows, r, r.m, "planned");
+    const Row* op = planned != nullptr && planned->tensor_core ? planned : &r;
+    const Row* one = find_row(rows, r, 1, "planned");
+    char per_row[32] = "-", dense_ratio[32] = "-";
+    if (one != nullptr && !std::isnan(op->us)) std::snprintf(per_row, sizeof per_row, "%.2f", op->us / one->us);
+    if (!std::isnan(op->us) && !std::isnan(r.us)) std::snprintf(dense_ratio, sizeof dense_ratio, "%.2f", r.us / op->us);
+    std::printf("| gemm | %lld | %lld | %lld | %lld | %s %s | %s %s | %s | %s | %s |\n", static_cast<long long>(r.shape.k),
+                static_cast<long long>(r.shape.n), static_cast<long long>(r.shape.block), static_cast<long long>(r.m),
+                op->variant, cell(rows, r, op->variant, copy_bw).c_str(), best != nullptr ? best->variant : "-",
+                best != nullptr ? cell(rows, r, best->variant, copy_bw).c_str() : "-",
+                cell(rows, r, "dense", copy_bw).c_str(), per_row, dense_ratio);
   }
 }
 
@@ -564,6 +662,10 @@ int run(int argc, char** argv) {
   for (const Shape2 mlp : {Shape2{896, 4864, 32}, Shape2{3584, 18944, 32}, Shape2{3584, 18944, 128}}) {
     if (selected("gate_up", mlp)) bench_gate_up(mlp, device.l2_bytes, stream, rng, rows);
   }
+  for (const Shape2 s : {Shape2{3584, 4608, 32}, Shape2{3584, 37888, 32}, Shape2{18944, 3584, 32},
+                         Shape2{3584, 37888, 128}, Shape2{896, 1152, 32}, Shape2{896, 9728, 32}, Shape2{4864, 896, 32}}) {
+    if (selected("gemm", s)) bench_many_rows(s, device.l2_bytes, stream, rng, rows);
+  }
   for (const Shape2 base : {Shape2{3584, 18944, 0}, Shape2{18944, 3584, 0}, Shape2{4096, 4096, 0}}) {
     for (int64_t block : {int64_t{32}, int64_t{128}}) {
       const Shape2 s{base.k, base.n, block, 8};
@@ -581,6 +683,7 @@ int run(int argc, char** argv) {
               "the output width, weights 2N x K, the variants fused with SwiGLU; gemv8: 8-bit codes; every\n"
               "variant in the JSON.\n\n");
   if (!rows.empty()) print_summary(rows, copy_bw);
+  print_many_rows(rows, copy_bw);
   print_prompts(prompts);
   // Every variant computes what the reference kernel does: f32 accumulation in another order (the
   // flash kernel also rounds probabilities to f16 for its P.V product).

@@ -96,7 +96,8 @@ TEST_F(MatMulNBitsSwiGLUCuda, MatchesCpuAtModelSizes) {
 
 // The SwiGLU epilogue after every variant of the tensor-core kernel: both rings, as planned and
 // at each forced split of K (uneven: 28 quads 8 ways), 2N rows not a multiple of the tile,
-// every zero-point form and dtype (the deep ring falls back for f32, float zero points, M > 8).
+// every zero-point form and dtype (the deep ring falls back for f32, float zero points, M > 8),
+// and the many-row form (33 rows on one quad of K, 64 rows).
 TEST_F(MatMulNBitsSwiGLUCuda, EveryVariantMatchesCpu) {
   using K4 = cuda::MatMulNBits4Kernel;
   const SwiGLUCase cases[] = {SwiGLUCase{DType::kF16, 1, 3584, 100, 32, ZeroPoints::kNone, false},
@@ -104,7 +105,9 @@ TEST_F(MatMulNBitsSwiGLUCuda, EveryVariantMatchesCpu) {
                               SwiGLUCase{DType::kBF16, 1, 3584, 36, 64, ZeroPoints::kPacked, true},
                               SwiGLUCase{DType::kBF16, 4, 1024, 20, 32, ZeroPoints::kNone, false},
                               SwiGLUCase{DType::kF16, 16, 896, 40, 32, ZeroPoints::kFloat, true},
-                              SwiGLUCase{DType::kF32, 2, 2048, 24, 128, ZeroPoints::kPacked, false}};
+                              SwiGLUCase{DType::kF32, 2, 2048, 24, 128, ZeroPoints::kPacked, false},
+                              SwiGLUCase{DType::kF16, 33, 128, 25, 32, ZeroPoints::kPacked, true},
+                              SwiGLUCase{DType::kBF16, 64, 3584, 60, 64, ZeroPoints::kNone, false}};
   for (const K4 kernel : {K4::kTensorCore, K4::kTensorCoreDeep}) {
     for (const int splits : {0, 1, 2, 4, 8}) {
       const ScopedPlanChoice choice({kernel, splits});

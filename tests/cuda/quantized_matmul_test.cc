@@ -1,6 +1,6 @@
 // MatMulNBits (4-bit): CUDA kernels against the CPU kernel (accuracy_level 0: f32 arithmetic on
 // both sides) on random M (1..16: the tensor-core kernel where K is whole quads of 128; 17 and
-// 64: the CUDA-core one), K (including K not a multiple of the block, odd K: the CUDA-core
+// 64: the dense path at these sizes, the many-row kernel where forced), K (including K not a multiple of the block, odd K: the CUDA-core
 // kernel), N (odd too), block sizes (every layout of the tensor-core kernel: blocks of 16, 32,
 // >= 64 bytes, with column classes and spread), dtypes, zero-point forms and bias; model-sized
 // shapes that split K across warps; every kernel variant the benchmark can pick (the standard and
@@ -121,6 +121,51 @@ TEST_F(MatMulNBitsCuda, EveryVariantMatchesCpu) {
       }
     }
   }
+}
+
+// The many-row form (M = 17..64, f16 / bf16, no or packed zero points): every layout (blocks of
+// 32 codes, 64, >= 128), a last activation tile part full, N not a multiple of the 16-row tile,
+// one quad of K, bias, as planned and at every forced split of K.
+TEST_F(MatMulNBitsCuda, ManyRowFormMatchesCpu) {
+  const MatMulCase cases[] = {MatMulCase{DType::kF16, 17, 896, 1152, 32, ZeroPoints::kNone, false, false},
+                              MatMulCase{DType::kBF16, 24, 1024, 300, 64, ZeroPoints::kPacked, true, false},
+                              MatMulCase{DType::kF16, 33, 128, 50, 32, ZeroPoints::kPacked, true, false},
+                              MatMulCase{DType::kBF16, 40, 3584, 203, 128, ZeroPoints::kNone, false, true},
+                              MatMulCase{DType::kF16, 64, 2048, 130, 256, ZeroPoints::kPacked, false, false},
+                              MatMulCase{DType::kF16, 64, 3584, 512, 32, ZeroPoints::kNone, true, false},
+                              MatMulCase{DType::kBF16, 57, 896, 77, 32, ZeroPoints::kPacked, false, false}};
+  for (const int splits : {0, 1, 2, 4, 8}) {
+    const ScopedPlanChoice choice({cuda::MatMulNBits4Kernel::kTensorCore, splits});
+    for (const MatMulCase& c : cases) {
+      SCOPED_TRACE("K splits " + std::to_string(splits));
+      check(c);
+    }
+  }
+}
+
+// Which plans take the many-row kernel: up to 64 rows in f16 / bf16 without float zero points,
+// where forced or where the planner's rule says it beats the dense path (weights of >= 16 million
+// codes up to 32 rows, >= 32 million up to 64); else the tensor-core kernel ends at 16 rows.
+TEST_F(MatMulNBitsCuda, PlansTheManyRowKernelWhereItPays) {
+  const auto planned = [](DType dtype, int64_t m, int64_t n, bool float_zero_points, cuda::MatMulNBits4Choice choice) {
+    cuda::MatMulNBits4Args args;
+    args.dtype = dtype;
+    args.m = m, args.n = n, args.k = 3584, args.block_size = 32, args.blocks = 3584 / 32;
+    args.float_zero_points = float_zero_points;
+    EXPECT_TRUE(cuda::plan_matmul_nbits4(args, choice).is_ok());
+    EXPECT_EQ(args.many_rows, args.tensor_core && m > 16);
+    return args.tensor_core;
+  };
+  const cuda::MatMulNBits4Choice automatic, forced{cuda::MatMulNBits4Kernel::kTensorCore, 0};
+  EXPECT_TRUE(planned(DType::kF16, 64, 18944, false, automatic));
+  EXPECT_TRUE(planned(DType::kBF16, 32, 4608, false, automatic));
+  EXPECT_FALSE(planned(DType::kF16, 64, 4608, false, automatic));
+  EXPECT_FALSE(planned(DType::kF16, 17, 512, false, automatic));
+  EXPECT_TRUE(planned(DType::kF16, 64, 512, false, forced));
+  EXPECT_FALSE(planned(DType::kF16, 65, 18944, false, forced));
+  EXPECT_FALSE(planned(DType::kF16, 17, 18944, true, forced));
+  EXPECT_FALSE(planned(DType::kF32, 17, 18944, false, forced));
+  EXPECT_TRUE(planned(DType::kF32, 16, 512, false, automatic));
 }
 
 // The CUDA kernel runs what the CPU kernel runs: the shared validation rejects g_idx with the

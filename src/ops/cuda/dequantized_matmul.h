@@ -1,8 +1,9 @@
 // MatMulNBits (4- or 8-bit) with many activation rows as a dense product: B dequantised into the
 // workspace, rounding each weight once to A's dtype (dequantize_kernels.h), then a cuBLASLt
 // tensor-core GEMM; a bias is laid into Y first and added by the GEMM (beta = 1). Past
-// kMaxGemvRows rows this beats the GEMV kernels (which stream B once per 8 rows on CUDA cores):
-// the dequantisation costs about one read of B in f16, amortised over every row.
+// kMaxGemvRows rows this beats the CUDA-core GEMV (which streams B once per 8 rows): the
+// dequantisation costs about one read of B in f16, amortised over every row. (4-bit weights with
+// f16 / bf16 activations keep the tensor-core kernel up to kMaxTensorCoreRows.)
 // Shared by the kernels built on MatMulNBits (the fused MatMulNBitsSwiGLU; MatMulNBits's own
 // dense path in quantized_matmul.cc does the same and can use it).
 #pragma once

@@ -6,8 +6,9 @@
 //
 // Up to kMaxGemvRows rows (decode, a speculative verify) the GEMV kernels (4-bit:
 // quantized_matmul_kernels.h, 8-bit: quantized_matmul8_kernels.h) read each weight once for all
-// rows; MatMulNBitsSwiGLU's gate / up pairs meet in their epilogue, so a decoder MLP's
-// gate, up and activation are one launch. Past that (a prompt) the product is dense
+// rows, and so does the 4-bit tensor-core kernel up to kMaxTensorCoreRows where it runs (f16 /
+// bf16, no float zero points); MatMulNBitsSwiGLU's gate / up pairs meet in their epilogue, so a
+// decoder MLP's gate, up and activation are one launch. Past that (a prompt) the product is dense
 // (dequantized_matmul.h: weights dequantised into the workspace, cuBLASLt's tensor cores), and
 // MatMulNBitsSwiGLU's epilogue runs on its own over the product's interleaved columns.
 //
@@ -61,11 +62,17 @@ class PlannedProduct {
     const auto constant = [&](int input) { return ctx.value(weight(input)) != nullptr; };
     args_.constant_weights = constant(P::kB) && constant(P::kScales) && (!p.has_zp || constant(P::kZeroPoints)) &&
                              (!p.has_bias || constant(P::kBias));
-    if (args_.m > cuda::kMaxGemvRows) return plan_dense(ctx, epilogue);
-    args_.epilogue = epilogue;
-    args_.norm_prologue = norm_prologue;
-    Status planned = bits_ == 8 ? cuda::plan_matmul_nbits8(args_) : cuda::plan_matmul_nbits4(args_);
+    const bool many_rows = args_.m > cuda::kMaxGemvRows;
+    if (many_rows && (bits_ == 8 || args_.m > cuda::kMaxTensorCoreRows)) return plan_dense(ctx, epilogue);
+    cuda::MatMulNBits4Args gemv = args_;
+    gemv.epilogue = epilogue;
+    gemv.norm_prologue = norm_prologue;
+    Status planned = bits_ == 8 ? cuda::plan_matmul_nbits8(gemv) : cuda::plan_matmul_nbits4(gemv);
     if (!planned.is_ok()) return ctx.fail(planned.message());
+    // Many rows on the CUDA-core kernel would stream B once per 8 rows: the dense path beats it.
+    if (many_rows && !gemv.tensor_core) return plan_dense(ctx, epilogue);
+    args_ = gemv;
+    workspace_bytes_ = args_.workspace_bytes;
     return Status::ok();
   }
 
@@ -92,7 +99,12 @@ class PlannedProduct {
   }
 
   Status run(const cuda::MatMulNBits4Args& a, void* workspace, void* stream) const {
-    if (!dense_) return bits_ == 8 ? cuda::launch_matmul_nbits8(a, stream) : cuda::launch_matmul_nbits4(a, stream);
+    if (!dense_) {
+      cuda::MatMulNBits4Args with_workspace = a;
+      with_workspace.workspace = workspace;
+      return bits_ == 8 ? cuda::launch_matmul_nbits8(with_workspace, stream)
+                        : cuda::launch_matmul_nbits4(with_workspace, stream);
+    }
     if (!swiglu_apart_) return dense_->run(a, workspace, stream);
     cuda::MatMulNBits4Args product = a;
     product.y = static_cast<char*>(workspace) + columns_at_;

@@ -49,4 +49,10 @@ __device__ __forceinline__ void store_swiglu(const MatMulNBits4Args& p, int64_t 
 // Queues the CUDA-core kernel (any M, 4- or 8-bit codes: quantized_matmul_cuda_core.cu) for `p` on `s`.
 Status launch_cuda_core(const MatMulNBits4Args& p, int bits, cudaStream_t s);
 
+// The many-row tensor-core kernel (quantized_matmul_many_rows.cu: 4-bit codes, M = 17..64, f16 /
+// bf16 activations, no float zero points, the tensor-core kernel's layout rules): picks the blocks
+// splitting K (or takes `forced_splits`) and the workspace; then queues it for `p` on `s`.
+Status plan_many_rows(MatMulNBits4Args& p, int forced_splits);
+Status launch_many_rows(const MatMulNBits4Args& p, cudaStream_t s);
+
 }  // namespace onnx_genai::cuda::nbits4

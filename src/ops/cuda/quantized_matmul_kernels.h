@@ -9,8 +9,12 @@
 
 namespace onnx_genai::cuda {
 
-// Which kernel a plan may pick. kAuto: the planner's choice (the tensor-core kernel for M <= 16
-// where the layout allows it, else the CUDA-core one). The others force a kernel, for the
+// Rows the tensor-core kernel takes: up to 16 in every form, up to this many (its many-row form,
+// weights still read once for all rows) with f16 / bf16 activations and no float zero points.
+constexpr int64_t kMaxTensorCoreRows = 64;
+
+// Which kernel a plan may pick. kAuto: the planner's choice (the tensor-core kernel for M <= 16,
+// or kMaxTensorCoreRows, where the layout allows it, else the CUDA-core one). The others force a kernel, for the
 // benchmark and the tests: kCudaCore; kTensorCore, the tensor-core kernel with its standard
 // register ring (3 quads in flight per warp, up to 3 blocks an SM); kTensorCoreDeep, with a deep
 // ring (6 quads for f16 with no zero points, else 4; 2 blocks an SM). The deep form exists for
@@ -72,10 +76,16 @@ struct MatMulNBits4Args {
   float norm_epsilon = 0.0f;
 
   // Set by plan_matmul_nbits4 from the shapes and the device (never from data).
-  bool tensor_core = false;  // the small-M tensor-core kernel (else the CUDA-core one)
-  bool deep_ring = false;    // its deep register ring
-  int block_k_splits = 1;    // warps of a thread block sharing a row tile, splitting K
+  bool tensor_core = false;  // a tensor-core kernel (else the CUDA-core one)
+  bool many_rows = false;    // of those, the many-row kernel (M > 16)
+  bool deep_ring = false;    // the small-M kernel's deep register ring
+  // The small-M kernel: warps of a thread block sharing a row tile, splitting K. The many-row
+  // kernel: thread blocks splitting K, their sums added in the workspace.
+  int block_k_splits = 1;
   bool dependent_launch = false;  // launched as a programmatic dependent of the previous kernel
+  size_t workspace_bytes = 0;     // device scratch the launch needs in `workspace`
+
+  void* workspace = nullptr;  // per run: workspace_bytes of device memory, 16-byte aligned
 };
 
 // Shared memory the norm prologue may take: the normalised rows, as m x k x sizeof(dtype) (1 or
@@ -95,7 +105,8 @@ bool matmul_nbits4_runs_tensor_core(const MatMulNBits4Args& args);
 // the tests, which run the op's own planning on every variant; not thread-safe.
 void set_matmul_nbits4_choice(MatMulNBits4Choice choice);
 
-// Queues the planned kernel on `stream` (a cudaStream_t); no allocation, no synchronisation.
+// Queues the planned kernel on `stream` (a cudaStream_t); no allocation, no synchronisation. A
+// plan with workspace_bytes needs args.workspace.
 Status launch_matmul_nbits4(const MatMulNBits4Args& args, void* stream);
 
 // The SwiGLU epilogue on its own, after a product without it (many rows: a dense GEMM):

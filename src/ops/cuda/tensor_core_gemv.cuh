@@ -22,7 +22,7 @@
 namespace onnx_genai::cuda::tensor_core_gemv {
 
 // Both GEMVs' blocks: 8 warps, each over tiles of 16 rows of B (the mma's M), up to two tiles of
-// 8 activation rows (M <= 16).
+// 8 activation rows (M <= 16; the 4-bit many-row kernel: up to 8 tiles).
 constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
 constexpr int kTileRows = 16;
