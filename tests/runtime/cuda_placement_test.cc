@@ -220,9 +220,8 @@ std::vector<PlacementCase> cases() {
                                        "--quantize-embeddings"})));
     all.push_back(placement_case(named("standard"), args({"standard"})));
     all.push_back(placement_case(named("standard_f16"), args({"standard", "--io-dtype", "f16"})));
-    // ONNX Attention (opset 23) has no CUDA kernel yet: its nodes run on the CPU.
-    all.push_back(placement_case(named("opset23"), args({"opset23"}), {"Attention"}));
-    all.push_back(placement_case(named("opset23_f16"), args({"opset23", "--io-dtype", "f16"}), {"Attention"}));
+    all.push_back(placement_case(named("opset23"), args({"opset23"})));
+    all.push_back(placement_case(named("opset23_f16"), args({"opset23", "--io-dtype", "f16"})));
   }
   return all;
 }

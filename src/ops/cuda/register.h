@@ -9,6 +9,7 @@ class OpRegistry;
 void register_normalization_cuda_kernels(OpRegistry& registry);
 void register_quantized_matmul_cuda_kernels(OpRegistry& registry);
 void register_attention_cuda_kernels(OpRegistry& registry);
+void register_onnx_attention_cuda_kernels(OpRegistry& registry);
 void register_elementwise_cuda_kernels(OpRegistry& registry);
 void register_gather_cuda_kernels(OpRegistry& registry);
 void register_reduce_cuda_kernels(OpRegistry& registry);
@@ -24,6 +25,7 @@ inline void register_all_cuda_kernels(OpRegistry& registry) {
   register_normalization_cuda_kernels(registry);
   register_quantized_matmul_cuda_kernels(registry);
   register_attention_cuda_kernels(registry);
+  register_onnx_attention_cuda_kernels(registry);
   register_elementwise_cuda_kernels(registry);
   register_gather_cuda_kernels(registry);
   register_reduce_cuda_kernels(registry);
