@@ -62,8 +62,10 @@ class PlannedProduct {
     const auto constant = [&](int input) { return ctx.value(weight(input)) != nullptr; };
     args_.constant_weights = constant(P::kB) && constant(P::kScales) && (!p.has_zp || constant(P::kZeroPoints)) &&
                              (!p.has_bias || constant(P::kBias));
+    // Past kMaxGemvRows only the 4-bit planner has a kernel (up to kMaxTensorCoreRows, where it
+    // pays); it declines the rest.
     const bool many_rows = args_.m > cuda::kMaxGemvRows;
-    if (many_rows && (bits_ == 8 || args_.m > cuda::kMaxTensorCoreRows)) return plan_dense(ctx, epilogue);
+    if (many_rows && bits_ == 8) return plan_dense(ctx, epilogue);
     cuda::MatMulNBits4Args gemv = args_;
     gemv.epilogue = epilogue;
     gemv.norm_prologue = norm_prologue;

@@ -320,9 +320,9 @@ Status plan_matmul_nbits4(MatMulNBits4Args& args, MatMulNBits4Choice choice) {
   // The tensor-core kernel reads whole quads with no bound on K, blocks of >= 32 codes, and
   // indexes B and its parameters in 32 bits; past 16 rows, the many-row kernel (f16 / bf16, no
   // float zero points).
-  const bool many_rows = args.dtype != DType::kF32 && !args.float_zero_points;
+  const bool many_row_kernel_exists = args.dtype != DType::kF32 && !args.float_zero_points;
   args.tensor_core = choice.kernel != MatMulNBits4Kernel::kCudaCore && args.m >= 1 &&
-                     args.m <= (many_rows ? kMaxTensorCoreRows : kMaxMTiles * 8) &&
+                     args.m <= (many_row_kernel_exists ? kMaxTensorCoreRows : kMaxMTiles * 8) &&
                      args.k % tensor_core::kQuadCodes == 0 && args.k % args.block_size == 0 &&
                      args.block_size >= 32 && args.n * (args.k / 2) < (int64_t{1} << 32);
   // The norm prologue's rows must fit their shared-memory budget; the many-row kernel has none.
