@@ -13,6 +13,29 @@ namespace onnx_genai {
 
 namespace {
 
+// Input counts that changed after opset 17, the newest Debian 12's libonnx (ONNX 1.12) knows:
+// asked about a newer opset, the library answers with the op's last schema it has, which would
+// turn down, say, the axes input every Reduce* op takes from opset 18 (torch.onnx's dynamo
+// exporter writes opset 18+). Only ops whose inputs changed are listed; the rest kept theirs.
+struct NewerArity {
+  const char* op_type;
+  int since;  // first opset with these counts
+  int min_inputs, max_inputs;
+};
+constexpr NewerArity kNewerArities[] = {
+    {"ReduceMax", 18, 1, 2},    {"ReduceMin", 18, 1, 2},       {"ReduceMean", 18, 1, 2},
+    {"ReduceProd", 18, 1, 2},   {"ReduceL1", 18, 1, 2},        {"ReduceL2", 18, 1, 2},
+    {"ReduceLogSum", 18, 1, 2}, {"ReduceLogSumExp", 18, 1, 2}, {"ReduceSumSquare", 18, 1, 2},
+    {"Pad", 18, 2, 4},          {"DFT", 20, 1, 3},
+};
+
+const NewerArity* newer_arity(const std::string& op_type, int opset) {
+  for (const NewerArity& a : kNewerArities) {
+    if (op_type == a.op_type && opset >= a.since) return &a;
+  }
+  return nullptr;
+}
+
 // Standard ONNX ops are checked against ONNX's own operator schemas (libonnx) for input and
 // output counts and omitted required inputs, so no kernel ever sees a malformed arity.
 // Ops ONNX does not know at this opset (contrib ops, newer opsets) are left to our registry.
@@ -20,16 +43,21 @@ Status check_arity(const onnx::NodeProto& n, const std::string& domain, int opse
   if (!domain.empty()) return Status::ok();
   const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(n.op_type(), opset, "");
   if (schema == nullptr) return Status::ok();
-  if (n.input_size() < schema->min_input() || n.input_size() > schema->max_input()) {
-    return OG_ERROR(what, " has ", n.input_size(), " inputs; opset ", opset, " allows ", schema->min_input(), " to ",
-                    schema->max_input());
+  // Ops listed in kNewerArities: the library's schema is of an older version, so only its output
+  // count and the first input (required in every version listed) are taken from it.
+  const NewerArity* newer = newer_arity(n.op_type(), opset);
+  const int min_inputs = newer != nullptr ? newer->min_inputs : schema->min_input();
+  const int max_inputs = newer != nullptr ? newer->max_inputs : schema->max_input();
+  if (n.input_size() < min_inputs || n.input_size() > max_inputs) {
+    return OG_ERROR(what, " has ", n.input_size(), " inputs; opset ", opset, " allows ", min_inputs, " to ", max_inputs);
   }
   if (n.output_size() < schema->min_output() || n.output_size() > schema->max_output()) {
     return OG_ERROR(what, " has ", n.output_size(), " outputs; opset ", opset, " allows ", schema->min_output(), " to ",
                     schema->max_output());
   }
   const auto& formals = schema->inputs();
-  for (int i = 0; i < n.input_size() && !formals.empty(); ++i) {
+  const int checked = newer != nullptr ? std::min(n.input_size(), 1) : n.input_size();
+  for (int i = 0; i < checked && !formals.empty(); ++i) {
     const auto& formal = formals[std::min(static_cast<size_t>(i), formals.size() - 1)];
     if (n.input(i).empty() && formal.GetOption() != onnx::OpSchema::Optional) {
       return OG_ERROR(what, " omits required input ", i, " ('", formal.GetName(), "')");

@@ -176,5 +176,29 @@ TEST_F(BadModel, WrongInputAtBind) {
   EXPECT_NE(missing.status().message().find("'x' is missing"), std::string::npos);
 }
 
+// Opset 18 gave every Reduce* op an axes input; Debian's libonnx (ONNX 1.12) only knows opset 17,
+// so the loader must not take its older ReduceMean schema for the newer one (torch.onnx's dynamo
+// exporter writes ReduceMean(x, axes) at opset 18+), yet still count the inputs.
+TEST_F(BadModel, NewerOpsetInputCountsAreChecked) {
+  const auto reduce_mean = [](int inputs) {
+    ModelBuilder b(20);
+    b.input("x", onnx::TensorProto::FLOAT, {2, 3});
+    b.initializer_i64("axes", {1}, {-1});
+    std::vector<std::string> names = {"x", "axes", "axes"};
+    names.resize(static_cast<size_t>(inputs));
+    b.node("ReduceMean", names, {"y"}, "mean");
+    b.output("y", onnx::TensorProto::FLOAT);
+    return b;
+  };
+  auto session = Session::load(write("mean18.onnx", reduce_mean(2).bytes()));
+  ASSERT_TRUE(session.is_ok()) << session.status().message();
+  auto out = (*session)->run({Tensor::from_vector<float>(Shape{2, 3}, std::vector<float>{1, 2, 3, 4, 5, 9})});
+  ASSERT_TRUE(out.is_ok()) << out.status().message();
+  EXPECT_EQ((*out)[0].shape(), (Shape{2, 1}));
+  EXPECT_FLOAT_EQ((*out)[0].data<float>()[1], 6.0f);
+  const std::string msg = error_of(write("mean18_3.onnx", reduce_mean(3).bytes()));
+  EXPECT_NE(msg.find("ReduceMean (node 'mean') has 3 inputs; opset 20 allows 1 to 2"), std::string::npos) << msg;
+}
+
 }  // namespace
 }  // namespace onnx_genai
