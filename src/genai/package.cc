@@ -105,6 +105,17 @@ Status read_genai_config(const fs::path& file, Package& package, std::string& de
   return read_search(search, package.search);
 }
 
+// The first of `keys` the config sets. Older Hugging Face families name the same numbers
+// differently (GPT-2, GPT-J, CodeGen: n_layer, n_head, n_embd, n_positions; MPT: n_layers,
+// n_heads, d_model, max_seq_len) — transformers maps them with each config's attribute_map.
+Result<std::optional<int64_t>> first_integer(const JsonFields& fields, std::initializer_list<const char*> keys) {
+  for (const char* key : keys) {
+    OG_ASSIGN_OR_RETURN(auto value, fields.integer(key));
+    if (value) return value;
+  }
+  return std::optional<int64_t>();
+}
+
 Status read_hf_config(const fs::path& file, Package& package) {
   OG_ASSIGN_OR_RETURN(Json json, read_json_object(file));
   const JsonFields top(json, where(file));
@@ -112,17 +123,17 @@ Status read_hf_config(const fs::path& file, Package& package) {
   OG_ASSIGN_OR_RETURN(const Json* text_config, top.object("text_config"));
   const bool nested = text_config != nullptr && !json.contains("num_hidden_layers");
   const JsonFields fields(nested ? *text_config : json, where(file, nested ? "text_config." : ""));
-  OG_ASSIGN_OR_RETURN(package.num_layers, fields.integer("num_hidden_layers"));
-  OG_ASSIGN_OR_RETURN(package.num_heads, fields.integer("num_attention_heads"));
+  OG_ASSIGN_OR_RETURN(package.num_layers, first_integer(fields, {"num_hidden_layers", "n_layer", "n_layers"}));
+  OG_ASSIGN_OR_RETURN(package.num_heads, first_integer(fields, {"num_attention_heads", "n_head", "n_heads"}));
   OG_ASSIGN_OR_RETURN(package.num_kv_heads, fields.integer("num_key_value_heads"));
   OG_ASSIGN_OR_RETURN(package.head_size, fields.integer("head_dim"));
   OG_ASSIGN_OR_RETURN(package.vocab_size, fields.integer("vocab_size"));
-  OG_ASSIGN_OR_RETURN(auto hidden, fields.integer("hidden_size"));
+  OG_ASSIGN_OR_RETURN(auto hidden, first_integer(fields, {"hidden_size", "n_embd", "d_model"}));
   if (!package.num_kv_heads) package.num_kv_heads = package.num_heads;
   if (!package.head_size && hidden && package.num_heads && *package.num_heads > 0) {
     package.head_size = *hidden / *package.num_heads;
   }
-  OG_ASSIGN_OR_RETURN(auto context, fields.integer("max_position_embeddings"));
+  OG_ASSIGN_OR_RETURN(auto context, first_integer(fields, {"max_position_embeddings", "n_positions", "max_seq_len"}));
   package.context_length = context.value_or(0);
   OG_RETURN_IF_ERROR(read_token_ids(fields, package));
   // Top-level ids of a multimodal config describe the whole model; they also count.

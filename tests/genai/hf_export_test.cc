@@ -172,6 +172,9 @@ TEST_P(HfExport, PackageGeneratesOnnxRuntimesTokens) {
   options.num_threads = 2;
   auto model = genai::Model::load(GetParam().dir.string(), options);
   ASSERT_TRUE(model.is_ok()) << model.status().message();
+  // Every fixture's config has 2 layers and 128 positions, GPT-2's under n_layer / n_positions.
+  EXPECT_EQ((*model)->info().num_layers, 2);
+  EXPECT_EQ((*model)->info().context_length, 128);
   auto tokens = testing::generate_greedy(**model, testing::to_int32(reference_.prompts), reference_.steps + 1);
   ASSERT_TRUE(tokens.is_ok()) << tokens.status().message();
   int agree_with_hf = 0;
