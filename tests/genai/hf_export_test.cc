@@ -35,6 +35,10 @@
 #include "onnx_genai/genai.h"
 #include "onnx_genai/session.h"
 
+#ifdef OG_HAVE_CUDA
+#include "core/cuda/device.h"
+#endif
+
 namespace onnx_genai {
 namespace {
 
@@ -189,6 +193,38 @@ TEST_P(HfExport, PackageGeneratesOnnxRuntimesTokens) {
               GetParam().name.c_str(), agree_with_hf, reference_.prompts.size() * static_cast<size_t>(reference_.steps + 1));
 }
 
+// The same files on the GPU (every node with a CUDA kernel runs there, CUDA graphs on): greedy
+// tokens equal transformers' on the float32 files and our CPU's on the others (whose rounding on
+// the two devices differs only below the tolerances above; the CPU's equal ORT's, HfExport). Needs
+// no ONNX Runtime, so scripts/gpu-check runs it; without a usable GPU it skips with the reason.
+class HfExportCuda : public ::testing::TestWithParam<HfFixture> {};
+
+TEST_P(HfExportCuda, GreedyTokensMatchTheCpu) {
+#ifdef OG_HAVE_CUDA
+  if (auto usable = cuda::usable_device(0); !usable.is_ok()) GTEST_SKIP() << "no usable GPU: " << usable.status().message();
+#else
+  GTEST_SKIP() << "no usable GPU: this build has no CUDA backend";
+#endif
+  auto reference = read_reference(GetParam().dir);
+  ASSERT_TRUE(reference.is_ok()) << reference.status().message();
+  const auto prompts = testing::to_int32(reference->prompts);
+  std::vector<std::vector<int32_t>> tokens[2];
+  for (const bool gpu : {false, true}) {
+    genai::ModelOptions options;
+    options.num_threads = 2;
+    if (gpu) options.device = Device{DeviceType::kCuda, 0};
+    auto model = genai::Model::load(GetParam().dir.string(), options);
+    ASSERT_TRUE(model.is_ok()) << model.status().message();
+    auto generated = testing::generate_greedy(**model, prompts, reference->steps + 1);
+    ASSERT_TRUE(generated.is_ok()) << generated.status().message();
+    tokens[gpu] = std::move(*generated);
+  }
+  EXPECT_EQ(tokens[1], tokens[0]);
+  if (reference->float32()) {
+    EXPECT_EQ(tokens[1], reference->tokens);
+  }
+}
+
 std::string fixture_name(const ::testing::TestParamInfo<HfFixture>& info) {
   std::string name = info.param.name;
   std::replace_if(name.begin(), name.end(), [](char c) { return !std::isalnum(static_cast<unsigned char>(c)); }, '_');
@@ -199,6 +235,7 @@ std::string fixture_name(const ::testing::TestParamInfo<HfFixture>& info) {
 TEST(HfExportFixtures, ArePresent) { EXPECT_GE(hf_fixtures().size(), 20u); }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, HfExport, ::testing::ValuesIn(hf_fixtures()), fixture_name);
+INSTANTIATE_TEST_SUITE_P(Fixtures, HfExportCuda, ::testing::ValuesIn(hf_fixtures()), fixture_name);
 
 }  // namespace
 }  // namespace onnx_genai
