@@ -99,6 +99,10 @@ class Case:
         """Gives graph input `name` a new shape holding the same values."""
         self.inputs = [(n, a.reshape(shape) if n == name else a) for n, a in self.inputs]
 
+    def replace_initializer(self, name, value):
+        """Gives initializer `name` a new value (any shape)."""
+        self.initializers = [(n, value if n == name else v) for n, v in self.initializers]
+
     def add_initializer(self, name, value):
         self.initializers.append((name, value))
         self.node_inputs.append(name)

@@ -1,7 +1,8 @@
 """RMS and layer norms: SimplifiedLayerNormalization (ONNX Runtime registers it in the ai.onnx
 domain, as exporters write it), RMSNormalization (opset 23), and the com.microsoft
 SkipSimplifiedLayerNormalization / SkipLayerNormalization with every optional input and output
-(the simplified op's mean output is defined as zeros by ORT).
+(the simplified op's mean output is defined as zeros by ORT). The RMS norms' scale also varies
+across rows in some cases: any shape that broadcasts to X, as ONNX Runtime 1.30 computes it.
 Inputs have a random scale (1e-2..10) and offset so the statistics matter.
 """
 import numpy as np
@@ -30,6 +31,22 @@ def _leading_shape(rng, hidden, max_rank):
     return dims
 
 
+def _repeats_per_row(param, x, axis):
+    """The scale repeats over X's normalised shape (leading ones dropped, a suffix of it)."""
+    kept = list(param)
+    while kept and kept[0] == 1:
+        kept.pop(0)
+    return len(kept) <= len(x) - axis and kept == x[len(x) - len(kept):]
+
+
+def _per_row_scale_shape(rng, x, axis):
+    """A scale shape broadcasting to X that varies across rows, or None where the draw repeats."""
+    dims = [d if rng.random() < 0.5 else 1 for d in x]
+    if rng.random() < 0.3:
+        dims = dims[int(rng.integers(0, len(dims))):]
+    return None if _repeats_per_row(dims, x, axis) else dims
+
+
 def _rms_like(rng, op, domain, opset, with_stats):
     dtype = rng.choice(["f32", "f16"])
     fdt = float_type(dtype)
@@ -52,6 +69,11 @@ def _rms_like(rng, op, domain, opset, with_stats):
         case.add_output("inv_std_var", np.float32)
     epsilon = float(rng.choice([1e-5, 1e-6, 1e-3]))
     case.attrs = {"axis": axis - len(shape) if negative else axis, "epsilon": epsilon, "stash_type": 1}
+    # Drawn last so the other parameters of a case stay as they were before this option existed.
+    per_row = _per_row_scale_shape(rng, shape, axis) if rng.random() < 0.35 else None
+    if per_row is not None:
+        scale_shape = per_row
+        case.replace_initializer("scale", normal(rng, scale_shape, fdt))
     case.describe = (f"X={shape} axis={case.attrs['axis']} scale={scale_shape} eps={epsilon:g} "
                      f"outputs={len(case.outputs)} {dtype}")
     return case
