@@ -126,8 +126,10 @@ Status parse_gqa_lengths(const Node& node, const std::vector<const TensorInfo*>&
     return fail("seqlens_k must be int32 [batch=", p.batch, "] (or that with dims of 1 added, like [batch, 1]), got ",
                 dtype_name(seqlens->dtype), " ", seqlens_shape.to_string());
   }
-  if (total_info->dtype != DType::kI32 || total_info->shape.numel() != 1) {
-    return fail("total_sequence_length must be one int32, got ", dtype_name(total_info->dtype), " ", total_info->shape.to_string());
+  // ORT: a scalar or a one-element vector.
+  if (total_info->dtype != DType::kI32 || total_info->shape.rank() > 1 || total_info->shape.numel() != 1) {
+    return fail("total_sequence_length must be an int32 scalar or [1], got ", dtype_name(total_info->dtype), " ",
+                total_info->shape.to_string());
   }
   if (total == nullptr) return fail("total_sequence_length must be known when planning (it decides the present shape)");
   p.total_len = total->data<int32_t>()[0];
