@@ -1,8 +1,10 @@
 """RMS and layer norms: SimplifiedLayerNormalization (ONNX Runtime registers it in the ai.onnx
-domain, as exporters write it), RMSNormalization (opset 23), and the com.microsoft
+domain, as exporters write it), RMSNormalization (opset 23), LayerNormalization (opset 17, with
+or without bias B), and the com.microsoft
 SkipSimplifiedLayerNormalization / SkipLayerNormalization with every optional input and output
-(the simplified op's mean output is defined as zeros by ORT). The RMS norms' scale also varies
-across rows in some cases: any shape that broadcasts to X, as ONNX Runtime 1.30 computes it.
+(the simplified op's mean output is defined as zeros by ORT). The scale (and LayerNormalization's
+bias) of the unfused norms also varies across rows in some cases: any shape that broadcasts to X,
+as ONNX Runtime 1.30 computes it.
 Inputs have a random scale (1e-2..10) and offset so the statistics matter.
 """
 import numpy as np
@@ -47,7 +49,8 @@ def _per_row_scale_shape(rng, x, axis):
     return None if _repeats_per_row(dims, x, axis) else dims
 
 
-def _rms_like(rng, op, domain, opset, with_stats):
+def _norm(rng, op, domain, opset, stats):
+    """The unfused norms; `stats`: the optional statistics outputs after Y, each drawn in turn."""
     dtype = rng.choice(["f32", "f16"])
     fdt = float_type(dtype)
     hidden = _hidden(rng)
@@ -65,8 +68,9 @@ def _rms_like(rng, op, domain, opset, with_stats):
         scale_shape = [1] + scale_shape[1:]  # broadcast along the leading normalised axis
     case.add_initializer("scale", normal(rng, scale_shape, fdt))
     case.add_output("Y", fdt)
-    if with_stats and rng.random() < 0.5:
-        case.add_output("inv_std_var", np.float32)
+    wanted = [name for name in stats if rng.random() < 0.5]
+    for name in stats[:len(stats) if not wanted else stats.index(wanted[-1]) + 1]:
+        case.add_output(name if name in wanted else "", np.float32)
     epsilon = float(rng.choice([1e-5, 1e-6, 1e-3]))
     case.attrs = {"axis": axis - len(shape) if negative else axis, "epsilon": epsilon, "stash_type": 1}
     # Drawn last so the other parameters of a case stay as they were before this option existed.
@@ -74,17 +78,26 @@ def _rms_like(rng, op, domain, opset, with_stats):
     if per_row is not None:
         scale_shape = per_row
         case.replace_initializer("scale", normal(rng, scale_shape, fdt))
-    case.describe = (f"X={shape} axis={case.attrs['axis']} scale={scale_shape} eps={epsilon:g} "
-                     f"outputs={len(case.outputs)} {dtype}")
+    bias = ""
+    if op == "LayerNormalization" and rng.random() < 0.7:
+        bias_shape = (_per_row_scale_shape(rng, shape, axis) if rng.random() < 0.35 else None) or shape[axis:]
+        case.add_initializer("B", uniform(rng, bias_shape, fdt))
+        bias = f" B={bias_shape}"
+    case.describe = (f"X={shape} axis={case.attrs['axis']} scale={scale_shape}{bias} eps={epsilon:g} "
+                     f"outputs={len([o for o, _ in case.outputs if o])} {dtype}")
     return case
 
 
 def simplified_layer_norm(rng):
-    return _rms_like(rng, "SimplifiedLayerNormalization", "", 21, with_stats=True)
+    return _norm(rng, "SimplifiedLayerNormalization", "", 21, stats=("inv_std_var",))
 
 
 def rms_norm_23(rng):
-    return _rms_like(rng, "RMSNormalization", "", 23, with_stats=False)
+    return _norm(rng, "RMSNormalization", "", 23, stats=())
+
+
+def layer_norm(rng):
+    return _norm(rng, "LayerNormalization", "", 17, stats=("Mean", "InvStdDev"))
 
 
 def _skip_norm(rng, op, centred):
@@ -134,6 +147,7 @@ def skip_layer_norm(rng):
 GENERATORS = {
     "SimplifiedLayerNormalization": simplified_layer_norm,
     "RMSNormalization23": rms_norm_23,
+    "LayerNormalization": layer_norm,
     "SkipSimplifiedLayerNormalization": skip_simplified_layer_norm,
     "SkipLayerNormalization": skip_layer_norm,
 }
