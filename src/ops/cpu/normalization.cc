@@ -101,11 +101,12 @@ struct ExpandedParam {
     ExpandedParam e;
     e.dims.resize(static_cast<size_t>(rank));
     e.strides.resize(static_cast<size_t>(rank));
-    for (int i = rank - 1, stride = 1; i >= 0; --i) {
+    int64_t stride = 1;
+    for (int i = rank - 1; i >= 0; --i) {
       const size_t u = static_cast<size_t>(i);
       e.dims[u] = i < axis ? p[u] : x[i];
       e.strides[u] = p[u] == 1 ? 0 : stride;
-      stride *= static_cast<int>(p[u]);
+      stride *= p[u];
     }
     e.rows = 1;
     for (int i = 0; i < axis; ++i) e.rows *= e.dims[static_cast<size_t>(i)];
@@ -127,23 +128,17 @@ struct ExpandedParam {
 
   int64_t elements(int64_t len) const { return rows * len; }
 
-  // Writes the table (rows x len elements) from the parameter's data, walking its dims in order.
+  // Writes the table (rows x len elements) from the parameter's data; no allocation (it runs
+  // every step).
   template <typename T>
-  void expand(const T* param, T* table) const {
-    const int rank = static_cast<int>(dims.size());
-    std::vector<int64_t> index(dims.size(), 0);
-    int64_t total = 1;
-    for (int64_t d : dims) total *= d;
-    int64_t source = 0;
-    for (int64_t k = 0; k < total; ++k) {
-      table[k] = param[source];
-      for (int i = rank - 1; i >= 0; --i) {  // odometer step, keeping `source` in step
-        const size_t u = static_cast<size_t>(i);
-        source += strides[u];
-        if (++index[u] < dims[u]) break;
-        source -= strides[u] * dims[u];
-        index[u] = 0;
+  void expand(const T* param, T* table, int64_t len) const {
+    for (int64_t k = 0; k < elements(len); ++k) {
+      int64_t rest = k, source = 0;
+      for (size_t u = dims.size(); u-- > 0;) {
+        source += rest % dims[u] * strides[u];
+        rest /= dims[u];
       }
+      table[k] = param[source];
     }
   }
 };
@@ -192,12 +187,12 @@ class NormKernel final : public OpKernel {
       const T* bias = ctx.has_input(2) ? ctx.input(2).ptr<const T>() : nullptr;
       T* table = static_cast<T*>(ctx.workspace);
       if (scale_table_) {
-        scale_table_->expand(scale, table);
+        scale_table_->expand(scale, table, len_);
         scale = table;
         table += scale_table_->elements(len_);
       }
       if (bias_table_) {
-        bias_table_->expand(bias, table);
+        bias_table_->expand(bias, table, len_);
         bias = table;
       }
       T* y = ctx.output(0).ptr<T>();
