@@ -4,7 +4,7 @@
     /usr/bin/python3 tools/build_model.py OUT_DIR --preset llama [--set num_key_value_heads=1 ...]
         [--style genai|standard|opset23] [--io-dtype f32|f16]
         [--weights float|int4|int8 --block-size 32 --accuracy-level 0 --asymmetric --quantize-embeddings]
-        [--position-ids] [--external-data] [--seed 0 | --checkpoint model.safetensors]
+        [--position-ids] [--seqlens-keepdims] [--separate-qkv] [--separate-kv-buffers] [--external-data] [--seed 0 | --checkpoint model.safetensors]
         [--tokenizer-dir DIR] [--save-checkpoint FILE.safetensors [--checkpoint-dtype f32|f16]]
 
 The model comes from a preset (llama qwen2 qwen3 mistral phi3 gemma; tools/model_builder/config.py)
@@ -60,6 +60,12 @@ def parse_args(argv):
     p.add_argument("--quantize-embeddings", action="store_true", help="GatherBlockQuantized embeddings")
     p.add_argument("--position-ids", action="store_true",
                    help="genai: position_ids input and RotaryEmbedding nodes instead of rotary inside attention")
+    p.add_argument("--seqlens-keepdims", action="store_true",
+                   help="genai: seqlens_k [batch, 1] from a ReduceSum keeping dims, as older builders wrote it")
+    p.add_argument("--separate-qkv", action="store_true",
+                   help="genai: q, k and v projections as three MatMuls into GroupQueryAttention")
+    p.add_argument("--separate-kv-buffers", action="store_true",
+                   help="genai: past and present KV in separate buffers (past_present_share_buffer false)")
     p.add_argument("--external-data", action="store_true")
     weights = p.add_mutually_exclusive_group()
     weights.add_argument("--seed", type=int, default=0)
@@ -88,7 +94,9 @@ def main(argv):
         opts = BuildOptions(style=args.style, io_dtype=args.io_dtype, weights=args.weights,
                             block_size=args.block_size, accuracy_level=args.accuracy_level,
                             symmetric=not args.asymmetric, quantize_embeddings=args.quantize_embeddings,
-                            position_ids=args.position_ids, external_data=args.external_data)
+                            position_ids=args.position_ids, seqlens_keepdims=args.seqlens_keepdims,
+                            separate_qkv=args.separate_qkv, separate_kv_buffers=args.separate_kv_buffers,
+                            external_data=args.external_data)
         opts.validate(cfg)
         weights = model_builder.load_weights(cfg, args.seed, args.checkpoint)
         if args.out_dir:

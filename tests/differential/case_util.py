@@ -95,6 +95,14 @@ class Case:
         self.inputs.append((name, array))
         self.node_inputs.append(name)
 
+    def reshape_input(self, name, shape):
+        """Gives graph input `name` a new shape holding the same values."""
+        self.inputs = [(n, a.reshape(shape) if n == name else a) for n, a in self.inputs]
+
+    def replace_initializer(self, name, value):
+        """Gives initializer `name` a new value (any shape)."""
+        self.initializers = [(n, value if n == name else v) for n, v in self.initializers]
+
     def add_initializer(self, name, value):
         self.initializers.append((name, value))
         self.node_inputs.append(name)

@@ -126,6 +126,19 @@ class FileLock {
   int fd_;
 };
 
+// The hand-written sections of the report, from kKeptHeading on (the audit of input checks),
+// which a rewrite of the generated part keeps.
+constexpr const char* kKeptHeading = "\n## Input checks";
+
+std::string kept_sections(const fs::path& report) {
+  std::ifstream in(report);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string old = text.str();
+  const size_t at = old.find(kKeptHeading);
+  return at == std::string::npos ? std::string() : old.substr(at);
+}
+
 }  // namespace
 
 Status publish_result(const OpResult& result, const fs::path& results_dir, const fs::path& report,
@@ -140,8 +153,9 @@ Status publish_result(const OpResult& result, const fs::path& results_dir, const
     out << to_json(result).dump(1);
     if (!out) return OG_ERROR("cannot write the result of ", result.op, " into ", results_dir.string());
   }
+  const std::string kept = kept_sections(report);
   std::ofstream out(report);
-  out << markdown(read_results(results_dir), op_order);
+  out << markdown(read_results(results_dir), op_order) << kept;
   return out ? Status::ok() : OG_ERROR("cannot write ", report.string());
 }
 

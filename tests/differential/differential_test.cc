@@ -42,7 +42,8 @@ namespace fs = std::filesystem;
 const std::vector<std::string> kOps = {
     "MatMulNBits",        "GroupQueryAttention",          "MultiHeadAttention",
     "Attention23",        "SimplifiedLayerNormalization", "RMSNormalization23",
-    "SkipSimplifiedLayerNormalization",                   "SkipLayerNormalization",
+    "LayerNormalization", "SkipSimplifiedLayerNormalization",
+    "SkipLayerNormalization",
     "RotaryEmbedding",    "RotaryEmbedding23",            "GatherBlockQuantized",
     "FastGelu",           "QuickGelu",                    "BiasGelu"};
 

@@ -8,7 +8,7 @@ KV buffers are separate (past holds max past length, present one step longer) or
 (past and present sized to a maximum length, as onnxruntime-genai binds them). Also: rotary
 (half or interleaved, caches from a real table), packed QKV, local_window_size, softcap, custom
 scale, attention_bias, head_sink (gpt-oss), head sizes 64/80/96/128/256 with fewer heads for the
-big ones, GQA group sizes 1..4.
+big ones, GQA group sizes 1..4, seqlens_k as [batch], [batch, 1] or [1, batch].
 
 Only what ORT defines is compared: present rows t > seqlens_k[b] and output rows of padding
 tokens are masked out.
@@ -17,6 +17,11 @@ import numpy as np
 
 from case_util import Case, float_type, normal
 from rotary import rope_tables
+
+
+# seqlens_k as exporters write it: [batch], and [batch, 1] from older onnxruntime-genai builders
+# (ReduceSum with keepdims=1); ORT also reads [1, batch] as the same values.
+_SEQLENS_SHAPES = [lambda b: (b,), lambda b: (b, 1), lambda b: (1, b)]
 
 
 def _geometry(rng):
@@ -117,6 +122,11 @@ def generate(rng):
     if phase == "prompt":
         tokens = np.arange(s)[None, :] < totals[:, None]  # [batch, s]: padding rows unspecified
         case.masks[0] = np.broadcast_to(tokens[:, :, None], (batch, s, q_width))
+    # Drawn last so the other parameters of a case stay as they were before this option existed.
+    seqlens_shape = _SEQLENS_SHAPES[int(rng.choice(len(_SEQLENS_SHAPES), p=[0.7, 0.2, 0.1]))](batch)
+    if len(seqlens_shape) > 1:
+        case.reshape_input("seqlens_k", seqlens_shape)
+        notes.append(f"seqlens_k={list(seqlens_shape)}")
     case.describe = (f"{phase} batch={batch} S={s} totals={totals.tolist()} heads={heads}/{kv_heads}x{head_size} "
                      f"{'shared' if shared else 'separate'} kv past={past_len}{' packed' if packed else ''} "
                      f"{' '.join(notes)} {dtype}")

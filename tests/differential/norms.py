@@ -1,7 +1,10 @@
 """RMS and layer norms: SimplifiedLayerNormalization (ONNX Runtime registers it in the ai.onnx
-domain, as exporters write it), RMSNormalization (opset 23), and the com.microsoft
+domain, as exporters write it), RMSNormalization (opset 23), LayerNormalization (opset 17, with
+or without bias B), and the com.microsoft
 SkipSimplifiedLayerNormalization / SkipLayerNormalization with every optional input and output
-(the simplified op's mean output is defined as zeros by ORT).
+(the simplified op's mean output is defined as zeros by ORT). The scale (and LayerNormalization's
+bias) of the unfused norms also varies across rows in some cases: any shape that broadcasts to X,
+as ONNX Runtime 1.30 computes it.
 Inputs have a random scale (1e-2..10) and offset so the statistics matter.
 """
 import numpy as np
@@ -30,7 +33,24 @@ def _leading_shape(rng, hidden, max_rank):
     return dims
 
 
-def _rms_like(rng, op, domain, opset, with_stats):
+def _repeats_per_row(param, x, axis):
+    """The scale repeats over X's normalised shape (leading ones dropped, a suffix of it)."""
+    kept = list(param)
+    while kept and kept[0] == 1:
+        kept.pop(0)
+    return len(kept) <= len(x) - axis and kept == x[len(x) - len(kept):]
+
+
+def _per_row_scale_shape(rng, x, axis):
+    """A scale shape broadcasting to X that varies across rows, or None where the draw repeats."""
+    dims = [d if rng.random() < 0.5 else 1 for d in x]
+    if rng.random() < 0.3:
+        dims = dims[int(rng.integers(0, len(dims))):]
+    return None if _repeats_per_row(dims, x, axis) else dims
+
+
+def _norm(rng, op, domain, opset, stats):
+    """The unfused norms; `stats`: the optional statistics outputs after Y, each drawn in turn."""
     dtype = rng.choice(["f32", "f16"])
     fdt = float_type(dtype)
     hidden = _hidden(rng)
@@ -48,21 +68,36 @@ def _rms_like(rng, op, domain, opset, with_stats):
         scale_shape = [1] + scale_shape[1:]  # broadcast along the leading normalised axis
     case.add_initializer("scale", normal(rng, scale_shape, fdt))
     case.add_output("Y", fdt)
-    if with_stats and rng.random() < 0.5:
-        case.add_output("inv_std_var", np.float32)
+    wanted = [name for name in stats if rng.random() < 0.5]
+    for name in stats[:len(stats) if not wanted else stats.index(wanted[-1]) + 1]:
+        case.add_output(name if name in wanted else "", np.float32)
     epsilon = float(rng.choice([1e-5, 1e-6, 1e-3]))
     case.attrs = {"axis": axis - len(shape) if negative else axis, "epsilon": epsilon, "stash_type": 1}
-    case.describe = (f"X={shape} axis={case.attrs['axis']} scale={scale_shape} eps={epsilon:g} "
-                     f"outputs={len(case.outputs)} {dtype}")
+    # Drawn last so the other parameters of a case stay as they were before this option existed.
+    per_row = _per_row_scale_shape(rng, shape, axis) if rng.random() < 0.35 else None
+    if per_row is not None:
+        scale_shape = per_row
+        case.replace_initializer("scale", normal(rng, scale_shape, fdt))
+    bias = ""
+    if op == "LayerNormalization" and rng.random() < 0.7:
+        bias_shape = (_per_row_scale_shape(rng, shape, axis) if rng.random() < 0.35 else None) or shape[axis:]
+        case.add_initializer("B", uniform(rng, bias_shape, fdt))
+        bias = f" B={bias_shape}"
+    case.describe = (f"X={shape} axis={case.attrs['axis']} scale={scale_shape}{bias} eps={epsilon:g} "
+                     f"outputs={len([o for o, _ in case.outputs if o])} {dtype}")
     return case
 
 
 def simplified_layer_norm(rng):
-    return _rms_like(rng, "SimplifiedLayerNormalization", "", 21, with_stats=True)
+    return _norm(rng, "SimplifiedLayerNormalization", "", 21, stats=("inv_std_var",))
 
 
 def rms_norm_23(rng):
-    return _rms_like(rng, "RMSNormalization", "", 23, with_stats=False)
+    return _norm(rng, "RMSNormalization", "", 23, stats=())
+
+
+def layer_norm(rng):
+    return _norm(rng, "LayerNormalization", "", 17, stats=("Mean", "InvStdDev"))
 
 
 def _skip_norm(rng, op, centred):
@@ -112,6 +147,7 @@ def skip_layer_norm(rng):
 GENERATORS = {
     "SimplifiedLayerNormalization": simplified_layer_norm,
     "RMSNormalization23": rms_norm_23,
+    "LayerNormalization": layer_norm,
     "SkipSimplifiedLayerNormalization": skip_simplified_layer_norm,
     "SkipLayerNormalization": skip_layer_norm,
 }

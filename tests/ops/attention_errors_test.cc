@@ -66,6 +66,9 @@ TEST(GqaErrors, MismatchedCacheShapes) {
                [](std::vector<Tensor>& in, OpCall&) { in[5] = Tensor::from_vector<int32_t>(Shape{3}, {1, 1, 1}); });
   expect_error(c, "total_sequence_length must be positive",
                [](std::vector<Tensor>& in, OpCall&) { in[6] = Tensor::from_vector<int32_t>(Shape{}, {0}); });
+  // ORT 1.30 takes a scalar or [1] only ("total_sequence_length tensor must be of one element").
+  expect_error(c, "total_sequence_length must be an int32 scalar or [1], got int32 [1,1]",
+               [](std::vector<Tensor>& in, OpCall&) { in[6] = Tensor::from_vector<int32_t>(Shape{1, 1}, {8}); });
 }
 
 TEST(GqaErrors, SeqlensOutsideTheCacheFailTheRun) {

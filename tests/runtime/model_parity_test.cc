@@ -7,7 +7,8 @@
 // against the PyTorch float64 reference forward (tools/model_builder/reference.py), which
 // recomputes each whole sequence without a cache.
 //
-// Fixtures cover GQA group sizes 1, 4, 7 and 8; head_dim 32, 64 and 128; an odd vocabulary
+// Fixtures cover the onnxruntime-genai builder generations (seqlens_k [B] or [B, 1], packed or
+// separate q/k/v, shared or separate past/present buffers); GQA group sizes 1, 4, 7 and 8; head_dim 32, 64 and 128; an odd vocabulary
 // (1001); tied embeddings (float, and int4 GatherBlockQuantized sharing the LM head's codes);
 // MatMulNBits int4 blocks 32 and 128 (symmetric and with zero points), int8; plain fp32 and fp16
 // MatMul; q/k norms (Qwen3), qkv bias (Qwen2), fused weights (Phi-3), sliding window 6 reached
@@ -100,6 +101,17 @@ std::vector<ParityCase> genai_cases() {
       make_case("mistral_gqa7_window_int8_position_ids", "mistral", "genai",
                 args({kGqa7, {"--weights", "int8", "--block-size", "32", "--position-ids"}}), kBatch3),
       make_case("phi3_f16", "phi3", "genai", {"--io-dtype", "f16"}, kBatch3, true),
+      // Older onnxruntime-genai builders: seqlens_k [B, 1] (ReduceSum keeping dims), q/k/v (with
+      // bias) as three MatMulNBits into GroupQueryAttention, an untied GatherBlockQuantized table,
+      // past and present in separate buffers.
+      make_case("llama_seqlens_keepdims_int4_block32", "llama", "genai",
+                args({kGqa4Head64, {"--seqlens-keepdims", "--weights", "int4", "--block-size", "32"}}), kBatch3),
+      make_case("qwen2_untied_separate_qkv_int4_asym_quantized_embeddings", "qwen2", "genai",
+                args({kMha256, {"--set", "tie_word_embeddings=false", "--separate-qkv", "--weights", "int4",
+                                "--block-size", "32", "--asymmetric", "--quantize-embeddings"}}),
+                kBatch3),
+      make_case("llama_separate_kv_buffers_seqlens_keepdims", "llama", "genai",
+                args({kGqa4Head64, {"--seqlens-keepdims", "--separate-kv-buffers"}}), kBatch3, false, "right"),
   };
 }
 

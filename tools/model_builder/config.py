@@ -202,6 +202,12 @@ class BuildOptions:
     symmetric: bool = True  # False: asymmetric blocks with zero points
     quantize_embeddings: bool = False  # genai int4/int8: GatherBlockQuantized embedding table
     position_ids: bool = False  # genai: RotaryEmbedding nodes fed by a position_ids input
+    # genai, as older onnxruntime-genai builders wrote it: seqlens_k from a ReduceSum that keeps
+    # dims ([B, 1]); q, k and v as three projections into GroupQueryAttention (rotary inside);
+    # past and present as separate buffers (past_present_share_buffer false).
+    seqlens_keepdims: bool = False
+    separate_qkv: bool = False
+    separate_kv_buffers: bool = False
     external_data: bool = False
 
     def validate(self, cfg):
@@ -213,8 +219,11 @@ class BuildOptions:
             raise ValueError(f"weights {self.weights!r} is not float, int4 or int8")
         if self.weights != "float" and (self.block_size < 16 or self.block_size & (self.block_size - 1)):
             raise ValueError(f"block size must be a power of two >= 16, got {self.block_size}")
-        if self.style != "genai" and (self.weights != "float" or self.quantize_embeddings or self.position_ids):
-            raise ValueError("quantized weights, quantized embeddings and --position-ids are genai-style options")
+        genai_only = (self.weights != "float", self.quantize_embeddings, self.position_ids, self.seqlens_keepdims,
+                      self.separate_qkv, self.separate_kv_buffers)
+        if self.style != "genai" and any(genai_only):
+            raise ValueError("quantized weights, quantized embeddings, --position-ids, --seqlens-keepdims, "
+                             "--separate-qkv and --separate-kv-buffers are genai-style options")
         if self.quantize_embeddings:
             if self.weights == "float":
                 raise ValueError("quantized embeddings need int4 or int8 weights")

@@ -50,7 +50,7 @@ def genai_config(cfg, opts, filename="model.onnx"):
             "num_beams": 1,
             "num_return_sequences": 1,
             # GroupQueryAttention can read and write one max_length buffer; plain Concat caches cannot.
-            "past_present_share_buffer": opts.style == "genai",
+            "past_present_share_buffer": opts.style == "genai" and not opts.separate_kv_buffers,
             "repetition_penalty": 1.0,
             "temperature": 1.0,
             "top_k": 50,

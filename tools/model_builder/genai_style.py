@@ -2,7 +2,7 @@
 
     input_ids [B, S] int64, attention_mask [B, T] int64, past_key_values.{i}.key/value [B, kv, P, hd]
     (+ position_ids [B, S] int64 with --position-ids)
-      attention_mask -> ReduceSum - 1 -> Cast int32      = seqlens_k [B]
+      attention_mask -> ReduceSum - 1 -> Cast int32      = seqlens_k [B] ([B, 1] with --seqlens-keepdims)
                      -> Shape -> Gather(1) -> Cast int32 = total_sequence_length (scalar)
       Gather(embed_tokens) (* sqrt(hidden) for Gemma); tied: Transpose(lm_head weight) -> Gather;
         quantized: GatherBlockQuantized on the LM head's codes
@@ -11,6 +11,7 @@
         packed q|k|v MatMul(NBits) (+ packed bias Add)
           Qwen3: Split -> Reshape [B, S*heads, hd] -> SimplifiedLayerNormalization -> Reshape
           --position-ids: separate q/k/v MatMuls, com.microsoft.RotaryEmbedding on q and k
+          --separate-qkv: separate q/k/v MatMuls straight into GroupQueryAttention
         GroupQueryAttention (do_rotary=1 with cos/sin caches [max_pos, hd/2] unless --position-ids;
           local_window_size = sliding window; softcap)  -> present.{i}.key/value [B, kv, T, hd]
         o_proj MatMul(NBits); SkipSimplifiedLayerNormalization
@@ -93,7 +94,8 @@ class GenaiGraphBuilder:
     def mask_lengths(self):
         g = self.g
         base = "/model/attn_mask_reformat/attn_mask_subgraph"
-        total = g.node("ReduceSum", ["attention_mask", g.i64([1])], f"{base}/ReduceSum", keepdims=0)
+        total = g.node("ReduceSum", ["attention_mask", g.i64([1])], f"{base}/ReduceSum",
+                       keepdims=int(self.opts.seqlens_keepdims))
         seqlens = g.node("Sub", [total, g.i64([1])], f"{base}/Sub")
         self.seqlens_k = g.node("Cast", [seqlens], f"{base}/Sub/Cast", to=TensorProto.INT32)
         shape = g.node("Shape", ["attention_mask"], f"{base}/Shape")
@@ -145,7 +147,7 @@ class GenaiGraphBuilder:
         attn = f"model.layers.{i}.self_attn"
         proj = [f"{attn}.{p}_proj.weight" for p in "qkv"]
         biases = [f"{attn}.{p}_proj.bias" for p in "qkv"]
-        if self.opts.position_ids:
+        if self.opts.position_ids or self.opts.separate_qkv:
             q, k, v = (self.linear(f"{base}/{p}_proj/MatMul", x, [w]) for p, w in zip("qkv", proj))
             if cfg.attention_bias:
                 q, k, v = (self.bias(f"{base}/{p}_proj/Add", t, [b]) for p, t, b in zip("qkv", (q, k, v), biases))

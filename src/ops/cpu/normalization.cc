@@ -7,7 +7,10 @@
 // the mean) rather than E[x^2] - mean^2, which cancels badly for rows with a large mean. f32
 // rows use the AVX-512 / AVX2 row kernels (ops/cpu/avx2/norm_rows_impl.h) or a scalar build;
 // other dtypes take row statistics in f64. scale / bias may repeat along leading axes
-// of the normalised shape (their period divides len). Rows are split across threads.
+// of the normalised shape (their period divides len), or vary across rows (any shape that
+// broadcasts to X, as ONNX Runtime allows): then each run first expands them into the workspace,
+// one row of len values per distinct row, and X row r reads its expanded row. Rows are split
+// across threads.
 //
 // The Skip norms read input and skip once: the row kernels' add forms s = input + skip (+ bias)
 // in an f32 row (for f32, the input_skip_bias_sum output when requested, else the output row;
@@ -15,7 +18,9 @@
 // write then stay in L1/L2.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <type_traits>
+#include <vector>
 
 #include "core/cpu_features.h"
 #include "core/thread_pool.h"
@@ -23,6 +28,7 @@
 #include "ops/cpu/dispatch.h"
 #include "ops/cpu/elementwise.h"
 #include "ops/op.h"
+#include "ops/schema/normalization.h"
 
 namespace onnx_genai {
 
@@ -79,6 +85,64 @@ RowStats row_stats(const T* x, int64_t n, double epsilon, const NormRowKernels& 
   }
 }
 
+// A scale or bias that varies across X's rows, seen as a table of `rows` rows of len values:
+// the parameter broadcast to dims (its own dims before axis, X's from axis on). X row r reads
+// table row row_of[r].
+struct ExpandedParam {
+  std::vector<int64_t> dims;     // the table's dims
+  std::vector<int64_t> strides;  // the parameter's element stride per table dim (0: broadcast)
+  std::vector<int64_t> row_of;   // X row -> table row
+  int64_t rows = 0;
+
+  static ExpandedParam make(const Shape& param, const Shape& x, int axis) {
+    const int rank = x.rank(), lead = x.rank() - param.rank();
+    std::vector<int64_t> p(static_cast<size_t>(rank), 1);
+    for (int i = 0; i < param.rank(); ++i) p[static_cast<size_t>(lead + i)] = param[i];
+    ExpandedParam e;
+    e.dims.resize(static_cast<size_t>(rank));
+    e.strides.resize(static_cast<size_t>(rank));
+    int64_t stride = 1;
+    for (int i = rank - 1; i >= 0; --i) {
+      const size_t u = static_cast<size_t>(i);
+      e.dims[u] = i < axis ? p[u] : x[i];
+      e.strides[u] = p[u] == 1 ? 0 : stride;
+      stride *= p[u];
+    }
+    e.rows = 1;
+    for (int i = 0; i < axis; ++i) e.rows *= e.dims[static_cast<size_t>(i)];
+    // Row r's index over X's leading dims, with the broadcast ones dropped, read in the table's dims.
+    const int64_t x_rows = x.numel(0, axis);
+    e.row_of.resize(static_cast<size_t>(x_rows));
+    for (int64_t r = 0; r < x_rows; ++r) {
+      int64_t rest = r, row = 0, table_stride = 1;
+      for (int i = axis - 1; i >= 0; --i) {
+        const int64_t index = rest % x[i];
+        rest /= x[i];
+        if (p[static_cast<size_t>(i)] != 1) row += index * table_stride;
+        table_stride *= e.dims[static_cast<size_t>(i)];
+      }
+      e.row_of[static_cast<size_t>(r)] = row;
+    }
+    return e;
+  }
+
+  int64_t elements(int64_t len) const { return rows * len; }
+
+  // Writes the table (rows x len elements) from the parameter's data; no allocation (it runs
+  // every step).
+  template <typename T>
+  void expand(const T* param, T* table, int64_t len) const {
+    for (int64_t k = 0; k < elements(len); ++k) {
+      int64_t rest = k, source = 0;
+      for (size_t u = dims.size(); u-- > 0;) {
+        source += rest % dims[u] * strides[u];
+        rest /= dims[u];
+      }
+      table[k] = param[source];
+    }
+  }
+};
+
 template <bool Centred>
 class NormKernel final : public OpKernel {
  public:
@@ -88,13 +152,25 @@ class NormKernel final : public OpKernel {
     if (axis < 0) return ctx.fail("axis out of range");
     rows_ = x.numel(0, axis);
     len_ = x.numel(axis, x.rank());
-    scale_period_ = ctx.input(1).shape.numel();
-    bias_period_ = ctx.has_input(2) ? ctx.input(2).shape.numel() : len_;
+    // A parameter varying across rows is read from its expanded table, a row (period len) at a time.
+    const auto layout = [&](int input, std::optional<ExpandedParam>& expanded) {
+      const Shape& p = ctx.input(input).shape;
+      if (norm_parameter_repeats_per_row(p, x, axis)) return p.numel();
+      expanded = ExpandedParam::make(p, x, axis);
+      return len_;
+    };
+    scale_table_.reset();
+    bias_table_.reset();
+    scale_period_ = layout(1, scale_table_);
+    bias_period_ = ctx.has_input(2) ? layout(2, bias_table_) : len_;
     // Both periods divide len (checked by the schema); a segment is the shorter one.
     segment_ = std::min(scale_period_, bias_period_);
     if (len_ > 0 && (segment_ == 0 || len_ % scale_period_ != 0 || len_ % bias_period_ != 0)) {
       return ctx.fail("scale/bias size does not divide the normalised size ", len_);
     }
+    const int64_t table_elements = (scale_table_ ? scale_table_->elements(len_) : 0) +
+                                   (bias_table_ ? bias_table_->elements(len_) : 0);
+    ctx.workspace_bytes = static_cast<size_t>(dtype_storage_bytes(ctx.input(0).dtype, table_elements));
     epsilon_ = ctx.attrs().get_float("epsilon", 1e-5f);
     // LayerNorm: outputs Y, Mean, InvStdDev. RMS norms: Y and (Simplified only) inv_std_var.
     mean_output_ = Centred ? 1 : -1;
@@ -109,6 +185,16 @@ class NormKernel final : public OpKernel {
       const T* x = ctx.input(0).ptr<const T>();
       const T* scale = ctx.input(1).ptr<const T>();
       const T* bias = ctx.has_input(2) ? ctx.input(2).ptr<const T>() : nullptr;
+      T* table = static_cast<T*>(ctx.workspace);
+      if (scale_table_) {
+        scale_table_->expand(scale, table, len_);
+        scale = table;
+        table += scale_table_->elements(len_);
+      }
+      if (bias_table_) {
+        bias_table_->expand(bias, table, len_);
+        bias = table;
+      }
       T* y = ctx.output(0).ptr<T>();
       float* mean_out = stats_output(ctx, mean_output_);
       float* inv_out = stats_output(ctx, inv_std_output_);
@@ -118,7 +204,9 @@ class NormKernel final : public OpKernel {
           const RowStats s = row_stats<Centred>(x + r * len, len, epsilon_, *rows_kernels_);
           if (mean_out != nullptr) mean_out[r] = static_cast<float>(s.mean);
           if (inv_out != nullptr) inv_out[r] = static_cast<float>(s.inv_std);
-          write_row(x + r * len, scale, bias, s, y + r * len);
+          const T* row_scale = scale_table_ ? scale + scale_table_->row_of[static_cast<size_t>(r)] * len : scale;
+          const T* row_bias = bias_table_ ? bias + bias_table_->row_of[static_cast<size_t>(r)] * len : bias;
+          write_row(x + r * len, row_scale, row_bias, s, y + r * len);
         }
       });
       return Status::ok();
@@ -151,6 +239,7 @@ class NormKernel final : public OpKernel {
   }
 
   int64_t rows_ = 0, len_ = 0, scale_period_ = 1, bias_period_ = 1, segment_ = 1;
+  std::optional<ExpandedParam> scale_table_, bias_table_;  // set for a parameter varying across rows
   double epsilon_ = 1e-5;
   int mean_output_ = -1, inv_std_output_ = -1;
   const NormRowKernels* rows_kernels_ = nullptr;

@@ -7,8 +7,9 @@
 //   - int8 activations (accuracy_level >= 4, 4-bit weights): integer dot products (AVX-512 VNNI or
 //     AVX2), any M.
 // 16-bit activations, scales and zero points are widened to f32 in the workspace first. The SIMD
-// kernels are ops/cpu/avx2/qgemm_impl.h; the plain loops below are the scalar build and the
-// reference they are tested against.
+// kernels are ops/cpu/avx2/qgemm_impl.h (4- and 8-bit weights); the plain loops below are the
+// scalar build, the reference they are tested against, and the kernel for 2-bit weights (rare:
+// ONNX Runtime accepts them, so a model may hold them).
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
@@ -26,10 +27,11 @@ namespace onnx_genai {
 namespace scalar {
 namespace {
 
-// Code of element k of row n (a block's codes are contiguous, so element k is at bit k * bits).
+// Code of element k of row n (a block's codes are contiguous, so element k is at bit k * bits,
+// low bits first within a byte).
 float code(const QWeights& w, int64_t n, int64_t k) {
   const uint8_t byte = w.codes[n * w.row_bytes() + k * w.bits / 8];
-  return static_cast<float>(w.bits == 8 ? byte : (byte >> (4 * (k & 1))) & 0x0F);
+  return static_cast<float>(w.bits == 8 ? byte : (byte >> (k * w.bits % 8)) & ((1 << w.bits) - 1));
 }
 
 // Natural order (a chunk of 2: the even value, then the odd one).
@@ -154,7 +156,7 @@ class MatMulNBitsKernel final : public OpKernel {
     dtype_ = ctx.input(MatMulNBitsParams::kA).dtype;
     m_ = ctx.input(MatMulNBitsParams::kA).shape.numel() / p.k;
     int8_ = p.accuracy_level >= 4 && p.bits == 4;
-    kernels_ = int8_ ? &best_int8_kernels() : &best_f32_kernels();
+    kernels_ = int8_ ? &best_int8_kernels() : p.bits == 2 ? &scalar::qgemm_kernels() : &best_f32_kernels();
     threads_ = ctx.pool != nullptr ? ctx.pool->num_threads() : 1;
     const bool wide = dtype_ == DType::kF32;
     const int64_t per_col = p.n * p.blocks;

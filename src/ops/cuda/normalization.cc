@@ -5,6 +5,7 @@
 #include "ops/cuda/normalization_kernels.h"
 #include "ops/cuda/register.h"
 #include "ops/op.h"
+#include "ops/schema/normalization.h"
 
 namespace onnx_genai {
 
@@ -24,6 +25,13 @@ class SimplifiedNormKernel final : public OpKernel {
     args_.dtype = ctx.input(0).dtype;
     args_.rows = x.numel(0, axis);
     args_.len = x.numel(axis, x.rank());
+    // Scales varying across rows (ops/schema/normalization.h) are left to the CPU kernel.
+    for (int input : {1, 2}) {
+      if (ctx.has_input(input) && !norm_parameter_repeats_per_row(ctx.input(input).shape, x, axis)) {
+        return ctx.fail("scale / bias ", ctx.input(input).shape.to_string(), " varies across rows of X ", x.to_string(),
+                        ": not supported on CUDA");
+      }
+    }
     args_.scale_period = ctx.input(1).shape.numel();
     args_.bias_period = ctx.has_input(2) ? ctx.input(2).shape.numel() : args_.len;
     if (args_.len > 0 && (args_.scale_period == 0 || args_.bias_period == 0 || args_.len % args_.scale_period != 0 ||

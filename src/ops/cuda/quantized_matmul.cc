@@ -48,6 +48,7 @@ class PlannedProduct {
   // input i >= 1 (B, scales, ...) is the node's input weights + i - 1; `m` activation rows.
   Status plan(PrepareContext& ctx, const MatMulNBitsParams& p, int weights, int64_t m, MatMulNBits4Epilogue epilogue,
               bool norm_prologue) {
+    if (p.bits != 4 && p.bits != 8) return ctx.fail("no CUDA kernel for ", p.bits, "-bit weights");
     weights_ = weights;
     args_.dtype = ctx.input(0).dtype;
     args_.m = m;
@@ -137,7 +138,7 @@ class PlannedProduct {
   size_t workspace_bytes_ = 0, columns_at_ = 0;
   int weights_ = 1;
   bool has_bias_ = false;
-  int bits_ = 4;  // of the codes: 4 or 8 (the schema checked)
+  int bits_ = 4;  // of the codes: 4 or 8 (plan() declines 2-bit weights)
 };
 
 template <MatMulNBits4Epilogue kEpilogue>

@@ -116,11 +116,20 @@ Status parse_gqa_lengths(const Node& node, const std::vector<const TensorInfo*>&
   const TensorInfo* seqlens = input_at(inputs, GqaParams::kSeqlensK);
   const TensorInfo* total_info = input_at(inputs, GqaParams::kTotalSequenceLength);
   if (seqlens == nullptr || total_info == nullptr) return fail("inputs seqlens_k and total_sequence_length are required");
-  if (seqlens->dtype != DType::kI32 || seqlens->shape.rank() != 1 || seqlens->shape[0] != p.batch) {
-    return fail("seqlens_k must be int32 [batch=", p.batch, "], got ", dtype_name(seqlens->dtype), " ", seqlens->shape.to_string());
+  // ORT reads seqlens_k as batch values in a row, whatever its rank: older onnxruntime-genai
+  // builders feed [batch, 1] (their ReduceSum keeps dims). A shape with two dims above 1 holds
+  // batch values only by accident (ORT 1.30 reads it flat, later versions reject it).
+  const Shape& seqlens_shape = seqlens->shape;
+  const int64_t dims_above_one = std::count_if(seqlens_shape.dims().begin(), seqlens_shape.dims().end(),
+                                               [](int64_t d) { return d != 1; });
+  if (seqlens->dtype != DType::kI32 || seqlens_shape.rank() < 1 || seqlens_shape.numel() != p.batch || dims_above_one > 1) {
+    return fail("seqlens_k must be int32 [batch=", p.batch, "] (or that with dims of 1 added, like [batch, 1]), got ",
+                dtype_name(seqlens->dtype), " ", seqlens_shape.to_string());
   }
-  if (total_info->dtype != DType::kI32 || total_info->shape.numel() != 1) {
-    return fail("total_sequence_length must be one int32, got ", dtype_name(total_info->dtype), " ", total_info->shape.to_string());
+  // ORT: a scalar or a one-element vector.
+  if (total_info->dtype != DType::kI32 || total_info->shape.rank() > 1 || total_info->shape.numel() != 1) {
+    return fail("total_sequence_length must be an int32 scalar or [1], got ", dtype_name(total_info->dtype), " ",
+                total_info->shape.to_string());
   }
   if (total == nullptr) return fail("total_sequence_length must be known when planning (it decides the present shape)");
   p.total_len = total->data<int32_t>()[0];

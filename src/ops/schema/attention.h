@@ -7,7 +7,7 @@
 //   query       [B, S, N*D], or packed [B, S, (N + 2*Nkv)*D] with key and value omitted
 //   key, value  [B, S, Nkv*D], or [B, 0, Nkv*D] (shared KV: attend to past only, append nothing)
 //   past_key/value [B, Nkv, past_len, D] (BNSH), optional
-//   seqlens_k   int32 [B]: valid total length - 1 per batch entry (right padding)
+//   seqlens_k   int32 [B] (or [B, 1], [1, B]): valid total length - 1 per batch entry (right padding)
 //   total_sequence_length int32 scalar: the batch's longest total length; a plan-time value
 //   cos_cache, sin_cache [rows, rotary_dim/2] (do_rotary = 1)
 //   position_ids int64 [B, S]; attention_bias [B|1, N|1, S, total]; head_sink [N]

@@ -1,7 +1,8 @@
 // LayerNormalization (opset 17), RMSNormalization (opset 23) and the SimplifiedLayerNormalization
 // (com.microsoft or default domain) that LLM exports use (RMS norm with an optional inv_std_var).
 // Y has X's shape and dtype; the statistics outputs (Mean, InvStdDev, inv_std_var) have
-// X.shape[:axis] followed by ones, in the stash type (f32).
+// X.shape[:axis] followed by ones, in the stash type (f32). Scale and bias broadcast to X
+// (ops/schema/normalization.h).
 //
 // The com.microsoft Skip norms normalise s = input + skip (+ bias) over the last axis:
 //   SkipLayerNormalization           (input, skip, gamma, beta?, bias?)  LayerNorm of s
@@ -10,27 +11,41 @@
 // [N, H]; skip matches it, or for a 3-D input is [S, H] or [1, S, H] (one skip for every batch
 // row); gamma, beta and bias are [H]. mean and inv_std_var are f32 [..., 1] (the simplified
 // op's mean is all zeros, as in ONNX Runtime); output and the sum have input's shape and dtype.
+#include "ops/schema/normalization.h"
+
 #include <algorithm>
 
 #include "ops/op.h"
 
 namespace onnx_genai {
 
+bool norm_parameter_broadcasts(const Shape& param, const Shape& x) {
+  if (param.rank() > x.rank()) return false;
+  for (int i = 0; i < param.rank(); ++i) {
+    const int64_t d = param[i], want = x[x.rank() - param.rank() + i];
+    if (d != 1 && d != want) return false;
+  }
+  return true;
+}
+
+bool norm_parameter_repeats_per_row(const Shape& param, const Shape& x, int axis) {
+  int first = 0;
+  while (first < param.rank() && param[first] == 1) ++first;
+  const int kept = param.rank() - first;
+  bool ok = kept <= x.rank() - axis;
+  for (int i = 0; ok && i < kept; ++i) ok = param[first + i] == x[x.rank() - kept + i];
+  return ok;
+}
+
 namespace {
 
-// A parameter (scale, bias) must broadcast to the normalised shape X.shape[axis:] with its
-// elements repeating along leading axes: its shape, leading ones dropped, must be a suffix of it.
-Status check_parameter(const InferContext& ctx, int index, const char* name, const Shape& x, int axis) {
+// A parameter (scale, bias) must broadcast to X (ops/schema/normalization.h).
+Status check_parameter(const InferContext& ctx, int index, const char* name, const Shape& x) {
   const Shape& p = ctx.shape(index);
   if (ctx.input(index).dtype != ctx.input(0).dtype) {
     return ctx.fail(name, " dtype ", dtype_name(ctx.input(index).dtype), " differs from X dtype ", dtype_name(ctx.input(0).dtype));
   }
-  int first = 0;
-  while (first < p.rank() && p[first] == 1) ++first;
-  const int kept = p.rank() - first;
-  bool ok = kept <= x.rank() - axis;
-  for (int i = 0; ok && i < kept; ++i) ok = p[first + i] == x[x.rank() - kept + i];
-  if (!ok) return ctx.fail(name, " shape ", p.to_string(), " does not broadcast to the normalised shape of X ", x.to_string(), " from axis ", axis);
+  if (!norm_parameter_broadcasts(p, x)) return ctx.fail(name, " shape ", p.to_string(), " does not broadcast to X ", x.to_string());
   return Status::ok();
 }
 
@@ -39,8 +54,8 @@ Status infer_norm(InferContext& ctx) {
   const int axis = normalize_axis(ctx.attrs().get_int("axis", -1), x.rank());
   if (axis < 0) return ctx.fail("axis out of range for X of rank ", x.rank());
   if (!ctx.has_input(1)) return ctx.fail("missing the scale input");
-  OG_RETURN_IF_ERROR(check_parameter(ctx, 1, "scale", x, axis));
-  if (ctx.has_input(2)) OG_RETURN_IF_ERROR(check_parameter(ctx, 2, "bias", x, axis));
+  OG_RETURN_IF_ERROR(check_parameter(ctx, 1, "scale", x));
+  if (ctx.has_input(2)) OG_RETURN_IF_ERROR(check_parameter(ctx, 2, "bias", x));
   if (ctx.attrs().get_int("stash_type", 1) != 1) return ctx.fail("only stash_type 1 (float) is supported");
   ctx.set_output(0, ctx.input(0).dtype, x);
   std::vector<int64_t> stats(x.dims().begin(), x.dims().begin() + axis);

@@ -28,7 +28,7 @@ Result<MatMulNBitsParams> MatMulNBitsParams::make(const Node& node, const std::v
   p.block_size = node.attrs.get_int("block_size", 0);
   p.accuracy_level = node.attrs.get_int("accuracy_level", 0);
   if (p.k <= 0 || p.n <= 0) return fail("K and N must be positive, got K=", p.k, " N=", p.n);
-  if (p.bits != 4 && p.bits != 8) return fail("bits must be 4 or 8, got ", p.bits);
+  if (p.bits != 2 && p.bits != 4 && p.bits != 8) return fail("bits must be 2, 4 or 8, got ", p.bits);
   if (p.accuracy_level < 0 || p.accuracy_level > 4) return fail("accuracy_level must be in [0, 4], got ", p.accuracy_level);
   if (p.block_size < 16 || p.block_size > 256 || (p.block_size & (p.block_size - 1)) != 0) {
     return fail("block_size must be a power of two in [16, 256], got ", p.block_size);

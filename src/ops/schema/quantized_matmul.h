@@ -1,8 +1,8 @@
 // com.microsoft MatMulNBits: Y[..., N] = A[..., K] x dequantise(B)^T (+ bias), B block-quantised
 // along K (the onnxruntime-genai model-builder weight format).
 //
-//   B           uint8 [N, blocks, block_size * bits / 8], blocks = ceil(K / block_size); 4-bit
-//               codes are packed low nibble first; K is padded to a whole block.
+//   B           uint8 [N, blocks, block_size * bits / 8], blocks = ceil(K / block_size), bits 2,
+//               4 or 8; narrower codes are packed low bits first; K is padded to a whole block.
 //   scales      [N * blocks], dtype of A (often negative: the sign lives in the scale).
 //   zero_points optional: uint8 packed like B ([N, ceil(blocks * bits / 8)]) or dtype of A
 //               ([N * blocks]); absent means 2^(bits - 1).
@@ -12,7 +12,7 @@
 //
 // accuracy_level (ORT's minimum accuracy of the computation): below 4 the CPU kernels compute in
 // f32; 4 (int8) lets them quantise A per block to int8 (symmetric, scale max|a| / 127) for 4-bit
-// weights and use integer dot products, as ONNX Runtime does; 8-bit weights stay in f32.
+// weights and use integer dot products, as ONNX Runtime does; 2- and 8-bit weights stay in f32.
 #pragma once
 
 #include <cstdint>

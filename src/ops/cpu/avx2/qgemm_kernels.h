@@ -29,7 +29,8 @@ struct QWeights {
     if (zp_packed == nullptr) return static_cast<float>(1 << (bits - 1));
     const uint8_t* row = zp_packed + n * zp_row_bytes;
     if (bits == 8) return static_cast<float>(row[b]);
-    return static_cast<float>((row[b / 2] >> (4 * (b & 1))) & 0x0F);
+    if (bits == 4) return static_cast<float>((row[b / 2] >> (4 * (b & 1))) & 0x0F);
+    return static_cast<float>((row[b / 4] >> (2 * (b & 3))) & 0x03);  // 2-bit
   }
 };
 
