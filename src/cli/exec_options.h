@@ -1,5 +1,5 @@
 // `onnx-genai exec` arguments: MODEL.onnx [--threads N] [--repeat R] [--dim name=value ...]
-// [--input name=file.bin ...].
+// [--input name=file.bin ...] [--max-memory BYTES].
 #pragma once
 
 #include <map>
@@ -18,6 +18,7 @@ struct ExecOptions {
   int repeat = 1;
   std::map<std::string, int64_t> dims;             // symbolic dim name -> value
   std::map<std::string, std::string> input_files;  // input name -> raw little-endian file
+  int64_t max_memory = 0;  // bytes of one input and of the plan's arena; 0 = the physical memory
 };
 
 // Parses the arguments after `exec`; errors name the offending argument.
