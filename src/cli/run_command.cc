@@ -3,9 +3,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -53,7 +55,8 @@ struct ChatOptions {
 Result<ChatOptions> parse_chat_options(std::span<const std::string> args) {
   ChatOptions o;
   OptionTable table;
-  table.valued["--system"] = [&](const std::string&, const std::string& value) {
+  table.valued["--system"] = [&](const std::string& option, const std::string& value) -> Status {
+    OG_RETURN_IF_ERROR(check_utf8(value, option));
     o.system = value;
     return Status::ok();
   };
@@ -88,8 +91,11 @@ class ChatSession {
 
   // Handles one input line; false when the session should end.
   bool handle(const std::string& line) {
+    ++line_number_;
     if (line == "/exit" || line == "/quit") return false;
-    if (line == "/reset") {
+    if (const Status valid = check_utf8(line, "input line " + std::to_string(line_number_)); !valid.is_ok()) {
+      fail(valid);
+    } else if (line == "/reset") {
       history_ = nlohmann::json::array();
       generator_.reset();
     } else if (line == "/help") {
@@ -105,12 +111,15 @@ class ChatSession {
       const Status status = reply(line);
       if (!status.is_ok()) {
         generator_.reset();  // its state is unknown after a failed step
-        std::fprintf(stderr, "onnx-genai: %s\n", status.message().c_str());
+        fail(status);
       }
     }
     std::fflush(stdout);
     return true;
   }
+
+  // Whether a line failed (the session goes on; the exit status says so at the end).
+  bool any_failed() const { return any_failed_; }
 
  private:
   Status reply(const std::string& user_text) {
@@ -166,6 +175,11 @@ class ChatSession {
     return Status::ok();
   }
 
+  void fail(const Status& status) {
+    any_failed_ = true;
+    report(kExitFailed, status.message());
+  }
+
   void print_stats() const {
     const auto rate = [](double count, double seconds) { return seconds > 0 ? count / seconds : 0.0; };
     std::printf("prompt %zu tokens: %zu reused from the cache, %zu prefilled in %.1f ms (%.1f tok/s); "
@@ -182,6 +196,8 @@ class ChatSession {
   std::unique_ptr<genai::Generator> generator_;  // kept across turns for its KV cache
   genai::GenerationStats last_stats_;            // of the last turn
   size_t last_prompt_ = 0, last_reused_ = 0, last_generated_ = 0;
+  size_t line_number_ = 0;  // of the input, for errors
+  bool any_failed_ = false;
 };
 
 // Lines through the line editor until /exit, end of input (Ctrl-D) or two Ctrl-C in a row at an
@@ -211,8 +227,8 @@ void edited_chat_loop(ChatSession& session) {
 }
 
 // Plain lines until /exit or end of input; on a terminal (stdin only), two Ctrl-C in a row at the
-// prompt exit.
-void plain_chat_loop(ChatSession& session) {
+// prompt exit. A failed read (stdin a directory) is an error, not an end of input.
+Status plain_chat_loop(ChatSession& session) {
   const bool terminal = isatty(STDIN_FILENO);
   int interrupts_at_prompt = 0;
   std::string line;
@@ -223,7 +239,8 @@ void plain_chat_loop(ChatSession& session) {
     }
     g_interrupted = 0;  // from here a Ctrl-C ends the read or stops the reply to this line
     if (!std::getline(std::cin, line)) {
-      if (!g_interrupted || ++interrupts_at_prompt >= 2) return;
+      if (!g_interrupted && std::ferror(stdin)) return OG_ERROR("cannot read stdin: ", std::strerror(errno));
+      if (!g_interrupted || ++interrupts_at_prompt >= 2) return Status::ok();
       g_interrupted = 0;
       std::cin.clear();
       clearerr(stdin);  // std::cin reads through stdio, which remembers the interrupted read
@@ -231,7 +248,7 @@ void plain_chat_loop(ChatSession& session) {
       continue;
     }
     interrupts_at_prompt = 0;
-    if (!session.handle(line)) return;
+    if (!session.handle(line)) return Status::ok();
   }
 }
 
@@ -250,10 +267,10 @@ int run_chat(std::span<const std::string> args) {
   if (isatty(STDIN_FILENO)) std::fputs("onnx-genai chat; /help for commands\n", stdout);
   if (isatty(STDIN_FILENO) && isatty(STDOUT_FILENO)) {
     edited_chat_loop(session);
-  } else {
-    plain_chat_loop(session);
+  } else if (const Status read = plain_chat_loop(session); !read.is_ok()) {
+    return report(kExitFailed, read.message());
   }
-  return 0;
+  return session.any_failed() ? kExitFailed : 0;
 }
 
 }  // namespace onnx_genai::cli

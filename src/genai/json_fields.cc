@@ -1,8 +1,8 @@
 #include "genai/json_fields.h"
 
-#include <fstream>
 #include <limits>
-#include <sstream>
+
+#include "core/file_reader.h"
 
 namespace onnx_genai::genai {
 
@@ -30,11 +30,7 @@ std::string shown(const Json& value) {
 }  // namespace
 
 Result<Json> read_json_object(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return OG_ERROR("cannot read ", path.string());
-  std::ostringstream text;
-  text << in.rdbuf();
-  const std::string content = text.str();
+  OG_ASSIGN_OR_RETURN(const std::string content, read_file(path.string()));
   Json json;
   CapturingParser parser(json);
   if (!Json::sax_parse(content, &parser) || json.is_discarded()) {
