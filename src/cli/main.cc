@@ -66,6 +66,7 @@ constexpr const char* kUsage =
     "  --cuda-graphs (generate, bench, run, eval-ppl): on a GPU, record repeated runs of device steps as\n"
     "         CUDA graphs and replay them (default on); off launches every kernel on its own\n"
     "usage: onnx-genai run [MODEL] [--system TEXT] [--greedy] [--max-new-tokens N] [--threads N] [--device cpu|cuda[:N]]\n"
+    "         [--max-input-bytes N]\n"
     "  run    chat with the model (its chat template), one line per user turn; /help lists the commands\n"
     "usage: onnx-genai eval-ppl [MODEL] --text FILE [--window N] [--stride N] [--threads N] [--device cpu|cuda[:N]] [--json]\n"
     "         [--max-input-bytes N]\n"
@@ -73,8 +74,8 @@ constexpr const char* kUsage =
     "         sliding-window protocol: windows of N tokens (default: the context length, at most 512)\n"
     "         every --stride tokens (default half a window), each scoring the tokens no earlier window\n"
     "         scored; prints tokens, scored tokens, total NLL, ppl and seconds\n"
-    "  --max-input-bytes N (generate, tokenize, eval-ppl): the most bytes read from stdin or --text FILE\n"
-    "         (default 67108864, 64 MiB); more is an error\n"
+    "  --max-input-bytes N (generate, tokenize, eval-ppl, run): the most bytes read from stdin or --text FILE\n"
+    "         (run: in one line; default 67108864, 64 MiB); more is an error\n"
     "Options take their value as the next argument or after '='; a value that is itself an option name is\n"
     "refused (--prompt --greedy), so pass such text after '=': --prompt=--greedy\n";
 

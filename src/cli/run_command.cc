@@ -50,6 +50,7 @@ struct ChatOptions {
   std::optional<int64_t> max_new_tokens;
   genai::ModelOptions model;  // --threads, --device
   bool greedy = false;
+  int64_t max_input_bytes = kDefaultMaxInputBytes;  // of one input line
 };
 
 Result<ChatOptions> parse_chat_options(std::span<const std::string> args) {
@@ -65,6 +66,7 @@ Result<ChatOptions> parse_chat_options(std::span<const std::string> args) {
     return Status::ok();
   };
   add_model_options(table, o.model);
+  add_input_limit_option(table, o.max_input_bytes);
   table.flags = {{"--greedy", &o.greedy}};
   OG_RETURN_IF_ERROR(parse_options(args, table, o.model_path));
   return o;
@@ -120,6 +122,7 @@ class ChatSession {
 
   // Whether a line failed (the session goes on; the exit status says so at the end).
   bool any_failed() const { return any_failed_; }
+  size_t next_line_number() const { return line_number_ + 1; }
 
  private:
   Status reply(const std::string& user_text) {
@@ -226,9 +229,24 @@ void edited_chat_loop(ChatSession& session) {
   }
 }
 
+// std::getline up to `max_bytes`: false at the end of input (or an interrupted read), an error for
+// a longer line (`run < /dev/zero` would otherwise grow one line until memory runs out).
+Result<bool> read_line(std::string& line, int64_t max_bytes, size_t line_number) {
+  line.clear();
+  for (int c = std::cin.get(); c != std::char_traits<char>::eof(); c = std::cin.get()) {
+    if (c == '\n') return true;
+    if (static_cast<int64_t>(line.size()) == max_bytes) {
+      return OG_ERROR("input line ", line_number, " is longer than the limit of ", max_bytes,
+                      " bytes (--max-input-bytes raises it)");
+    }
+    line += static_cast<char>(c);
+  }
+  return !line.empty();  // a last line without a newline still counts
+}
+
 // Plain lines until /exit or end of input; on a terminal (stdin only), two Ctrl-C in a row at the
 // prompt exit. A failed read (stdin a directory) is an error, not an end of input.
-Status plain_chat_loop(ChatSession& session) {
+Status plain_chat_loop(ChatSession& session, int64_t max_line_bytes) {
   const bool terminal = isatty(STDIN_FILENO);
   int interrupts_at_prompt = 0;
   std::string line;
@@ -238,7 +256,8 @@ Status plain_chat_loop(ChatSession& session) {
       std::fflush(stdout);
     }
     g_interrupted = 0;  // from here a Ctrl-C ends the read or stops the reply to this line
-    if (!std::getline(std::cin, line)) {
+    OG_ASSIGN_OR_RETURN(const bool read, read_line(line, max_line_bytes, session.next_line_number()));
+    if (!read) {
       if (!g_interrupted && std::ferror(stdin)) return OG_ERROR("cannot read stdin: ", std::strerror(errno));
       if (!g_interrupted || ++interrupts_at_prompt >= 2) return Status::ok();
       g_interrupted = 0;
@@ -267,7 +286,7 @@ int run_chat(std::span<const std::string> args) {
   if (isatty(STDIN_FILENO)) std::fputs("onnx-genai chat; /help for commands\n", stdout);
   if (isatty(STDIN_FILENO) && isatty(STDOUT_FILENO)) {
     edited_chat_loop(session);
-  } else if (const Status read = plain_chat_loop(session); !read.is_ok()) {
+  } else if (const Status read = plain_chat_loop(session, options->max_input_bytes); !read.is_ok()) {
     return report(kExitFailed, read.message());
   }
   return session.any_failed() ? kExitFailed : 0;

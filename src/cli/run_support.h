@@ -57,7 +57,7 @@ inline auto integer_option(int64_t& field, int64_t min, int64_t max) {
   };
 }
 
-// Text read from stdin or a file (generate, tokenize, eval-ppl) is at most this many bytes unless
+// Text read from stdin or a file (generate, tokenize, eval-ppl; a line of run) is at most this many bytes unless
 // --max-input-bytes says otherwise: a prompt or corpus that large is a mistake (`< /dev/zero`), and
 // the limit turns it into an error before memory runs out.
 constexpr int64_t kDefaultMaxInputBytes = int64_t{64} << 20;

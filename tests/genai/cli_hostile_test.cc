@@ -119,6 +119,8 @@ TEST_F(CliHostile, EndlessInputStopsAtTheLimit) {
                {"the prompt on stdin is larger than the limit of 4096 bytes (--max-input-bytes raises it)"});
   expect_error("head -c 5000 /dev/zero | CLI tokenize " + model() + " --max-input-bytes 4096", 2,
                {"the text on stdin is larger than the limit of 4096 bytes"});
+  expect_error("(echo /reset; head -c 5000 /dev/zero) | CLI run " + model() + " --max-input-bytes 4096", 1,
+               {"input line 2 is longer than the limit of 4096 bytes (--max-input-bytes raises it)"});
   // The default limit ends an endless file too.
   expect_error("CLI eval-ppl " + model() + " --text /dev/zero", 2,
                {"--text: '/dev/zero' is larger than the limit of 67108864 bytes (--max-input-bytes raises it)"});
