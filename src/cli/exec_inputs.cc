@@ -56,7 +56,7 @@ Status take_bytes(const IoInfo& info, const Shape& shape, int64_t max_bytes, int
   // Every dtype takes at least half a byte per element; the exact size follows once that is bounded.
   if (overflow || numel / 2 > bytes_left || dtype_storage_bytes(info.dtype, numel) > bytes_left) {
     return OG_ERROR("input '", info.name, "' ", dtype_name(info.dtype), " ", shape.to_string(),
-                    " would take the inputs past the limit of ", max_bytes, " bytes (--max-memory raises it)");
+                    " would take the inputs past the limit of ", max_bytes, " bytes (--max-input-bytes raises it)");
   }
   bytes_left -= dtype_storage_bytes(info.dtype, numel);
   return Status::ok();

@@ -10,8 +10,8 @@ namespace onnx_genai::cli {
 namespace {
 
 // A value that is one of these names forgot its own value ("--dim --threads 4").
-constexpr std::array<std::string_view, 6> kOptions = {"--threads", "--device", "--repeat",
-                                                      "--dim",     "--input",  "--max-memory"};
+constexpr std::array<std::string_view, 7> kOptions = {"--threads", "--device",     "--repeat",         "--dim",
+                                                      "--input",   "--max-memory", "--max-input-bytes"};
 
 Result<int64_t> parse_int(const std::string& text, const std::string& what, int64_t min, int64_t max) {
   int64_t value = 0;
@@ -62,7 +62,9 @@ Result<ExecOptions> parse_exec_options(std::span<const std::string> args) {
       OG_ASSIGN_OR_RETURN(auto dim, split_assignment(value, "--dim"));
       OG_ASSIGN_OR_RETURN(options.dims[dim.first], parse_int(dim.second, "--dim " + dim.first, 0, kMaxInt));
     } else if (arg == "--max-memory") {
-      OG_ASSIGN_OR_RETURN(options.max_memory, parse_int(value, "--max-memory", 1, std::numeric_limits<int64_t>::max()));
+      OG_ASSIGN_OR_RETURN(options.max_memory, parse_int(value, arg, 1, std::numeric_limits<int64_t>::max()));
+    } else if (arg == "--max-input-bytes") {
+      OG_ASSIGN_OR_RETURN(options.max_input_bytes, parse_int(value, arg, 1, std::numeric_limits<int64_t>::max()));
     } else if (arg == "--input") {
       OG_ASSIGN_OR_RETURN(auto input, split_assignment(value, "--input"));
       options.input_files[input.first] = input.second;

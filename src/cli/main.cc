@@ -32,11 +32,12 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: onnx-genai exec MODEL.onnx [--threads N] [--device cpu|cuda[:N]] [--repeat R] [--dim name=value ...] [--input name=file.bin ...]\n"
-    "         [--max-memory BYTES]\n"
+    "         [--max-memory BYTES] [--max-input-bytes N]\n"
     "  exec   load MODEL.onnx, run it R times (default 1) on the inputs given with --input (raw little-endian\n"
     "         files) or generated ones (integers in [0, 100), floats uniform in [-1, 1), fixed seed);\n"
     "         symbolic dims take --dim values, default 1; prints outputs, timing and session stats; --max-memory\n"
-    "         (default: the physical memory) bounds the inputs together and the plan's activation arena\n"
+    "         (default: the physical memory) bounds the plan's activation arena, --max-input-bytes (default\n"
+    "         1073741824, 1 GiB) the inputs together\n"
     "usage: onnx-genai generate [MODEL] [--prompt TEXT] [--chat] [--system TEXT] [--max-new-tokens N]\n"
     "         [--min-new-tokens N] [--temperature F] [--top-k N] [--top-p F] [--min-p F] [--seed N] [--greedy]\n"
     "         [--stop TEXT ...] [--ignore-eos] [--prefill-chunk N] [--truncate] [--threads N] [--device cpu|cuda[:N]] [--mask-at-capacity on|off]\n"

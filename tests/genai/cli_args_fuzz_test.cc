@@ -23,7 +23,8 @@ const std::vector<std::string> kGenerateOptions = {
     "--prompt", "--system",  "--stop",   "--max-new-tokens", "--min-new-tokens", "--prefill-chunk", "--temperature",
     "--top-p",  "--min-p",   "--top-k",  "--seed",           "--mask-at-capacity", "--threads",     "--device",
     "--cuda-graphs", "--max-input-bytes", "--chat", "--greedy", "--ignore-eos", "--truncate", "--stream", "--stats"};
-const std::vector<std::string> kExecOptions = {"--threads", "--device", "--repeat", "--dim", "--input", "--max-memory"};
+const std::vector<std::string> kExecOptions = {"--threads", "--device",     "--repeat",         "--dim",
+                                               "--input",   "--max-memory", "--max-input-bytes"};
 const std::vector<std::string> kValues = {
     "",      "-",    "--",     "=",         "-1",  "0",    "1",       "1e-45",  "1e308", "nan", "inf", "-0",
     "0x10",  " 1",   "1 ",     "2147483648", "18446744073709551616", "on", "off", "cuda:99", "cpu", "a=b", "=1",

@@ -239,11 +239,14 @@ TEST_F(CliHostile, AnOptionWhereAValueBelongsIsRefused) {
 
 TEST_F(CliHostile, ExecRefusesInputsAndPlansPastTheMemoryLimit) {
   const std::string exec = "CLI exec " + shell_quote((kDefaultModel / "model.onnx").string());
-  // Dims whose product passes int64: refused before anything is allocated, at the default limit.
+  // Dims whose product passes int64: refused before anything is allocated.
   expect_error(exec + " --dim batch_size=2147483647 --dim sequence_length=2147483647", 1,
                {"input 'input_ids' int64 [2147483647,2147483647] would take the inputs past the limit of"});
-  expect_error(exec + " --max-memory 100000 --dim sequence_length=20000", 1,
-               {"would take the inputs past the limit of 100000 bytes (--max-memory raises it)"});
+  expect_error(exec + " --max-input-bytes 100000 --dim sequence_length=20000", 1,
+               {"would take the inputs past the limit of 100000 bytes (--max-input-bytes raises it)"});
+  // A billion positions: refused at the inputs' default limit of 1 GiB before anything is filled.
+  expect_error(exec + " --dim sequence_length=1000000000", 1,
+               {"input 'input_ids' int64 [1,1000000000] would take the inputs past the limit of 1073741824 bytes"});
   // Inputs of 16 kB whose plan needs megabytes (activations of 1024 positions).
   expect_error(exec + " --max-memory 1000000 --dim sequence_length=1024", 1,
                {"the plan for these input shapes needs a", "-byte host activation arena, more than the limit of 1000000 bytes"});
