@@ -22,7 +22,8 @@ const T& fuzz_pick(FuzzRng& rng, const std::vector<T>& items) {
 
 // Bytes that parsers treat specially: UTF-8 lead and continuation bytes, NUL, quotes, escapes.
 inline std::string fuzz_bytes(FuzzRng& rng, size_t max_bytes) {
-  static const std::string kInteresting("\x80\xBF\xC0\xC2\xE0\xED\xF0\xF4\xFF\x00 -=\\\"{}[],:0", 25);
+  static constexpr char kBytes[] = "\x80\xBF\xC0\xC2\xE0\xED\xF0\xF4\xFF\x00 -=\\\"{}[],:0";
+  static const std::string kInteresting(kBytes, sizeof kBytes - 1);  // the NUL inside counts
   std::string out(fuzz_pick(rng, max_bytes + 1), '\0');
   for (char& c : out) {
     c = fuzz_pick(rng, 2) ? static_cast<char>(fuzz_pick(rng, 256)) : kInteresting[fuzz_pick(rng, kInteresting.size())];

@@ -17,8 +17,8 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-constexpr int kMutants = 5000;
-constexpr int kModelLoadEvery = 100;  // a whole load maps the decoder: keep them few
+constexpr int kMutants = 3000;
+constexpr int kModelLoadEvery = 150;  // a whole load maps the decoder: keep them few
 constexpr uint64_t kSeed = 18;
 
 const fs::path kDefaultModel = fs::path(OG_SOURCE_DIR) / "models/debian-prose-11m";
