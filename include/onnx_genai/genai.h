@@ -74,6 +74,8 @@ struct ModelInfo {
   bool right_padding = false;     // batch rows start at cache slot 0 (else left-padded)
   std::vector<int32_t> eos_token_ids;
   int32_t pad_token_id = 0;
+  // Config values the decoder graph contradicts, one line each; the graph's values are used.
+  std::vector<std::string> warnings;
 };
 
 struct GeneratorParams {

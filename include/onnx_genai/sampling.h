@@ -13,7 +13,7 @@
 //   logit_bias -> repetition_penalty -> frequency/presence -> no_repeat_ngram
 //     -> temperature -> top_k -> top_p -> min_p -> typical_p        (the last five only when sampling)
 //
-// Greedy (params.greedy, or temperature == 0 as in OpenAI's API and vLLM) skips the five
+// Greedy (params.greedy, or a temperature below 1e-5 as in vLLM) skips the five
 // distribution-shaping steps, as transformers does with do_sample=False, and takes the argmax with
 // ties going to the lowest token id.
 //
@@ -55,7 +55,7 @@ enum class LogprobSource : int32_t {
 };
 
 struct SamplingParams {
-  bool greedy = false;            // argmax; also implied by temperature == 0
+  bool greedy = false;            // argmax; also implied by a temperature below 1e-5
   float temperature = 1.0f;       // >= 0; logits are divided by it
   int32_t top_k = 0;              // >= 0; 0 keeps every token
   float top_p = 1.0f;             // in (0, 1]; 1 keeps every token
@@ -75,7 +75,11 @@ struct SamplingParams {
 
   // Fails naming the first invalid parameter and its value.
   Status validate() const;
-  bool is_greedy() const { return greedy || temperature == 0.0f; }
+  // Temperatures below this take the argmax, as vLLM does: the distribution they ask for is the
+  // argmax to float precision, and dividing logits by them (below ~1e-38) overflows to inf and
+  // samples noise.
+  static constexpr float kGreedyBelowTemperature = 1e-5f;
+  bool is_greedy() const { return greedy || temperature < kGreedyBelowTemperature; }
 };
 
 // The tokens that came before the position being sampled.

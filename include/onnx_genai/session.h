@@ -28,7 +28,14 @@ struct SessionOptions {
   // On a GPU, record runs of device work as CUDA graphs once a plan repeats with the same
   // buffers, and replay them (one launch instead of one per kernel).
   bool capture_device_graphs = true;
+  // A plan whose activations need a larger arena (on the host or the device) is refused before
+  // anything is allocated: a huge symbolic dim becomes an error, not a machine out of memory.
+  // 0 = the machine's physical memory.
+  int64_t max_arena_bytes = 0;
 };
+
+// The arena limit `options` sets: max_arena_bytes, or the physical memory when that is 0.
+int64_t arena_limit_bytes(const SessionOptions& options);
 
 struct IoInfo {
   std::string name;

@@ -1,10 +1,6 @@
 #include "cli/eval_ppl_command.h"
 
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
-#include <fstream>
-#include <iterator>
 #include <optional>
 #include <vector>
 
@@ -24,6 +20,7 @@ struct EvalPplOptions {
   genai::PerplexityOptions perplexity;
   genai::ModelOptions model;  // --threads, --device
   bool json = false;
+  int64_t max_input_bytes = kDefaultMaxInputBytes;  // of the --text file
 };
 
 Result<EvalPplOptions> parse_eval_ppl_options(std::span<const std::string> args) {
@@ -37,18 +34,11 @@ Result<EvalPplOptions> parse_eval_ppl_options(std::span<const std::string> args)
   table.valued["--window"] = integer_option(o.perplexity.window, 2, kMaxTokens);
   table.valued["--stride"] = integer_option(o.perplexity.stride, 1, kMaxTokens);
   add_model_options(table, o.model);
+  add_input_limit_option(table, o.max_input_bytes);
   table.flags = {{"--json", &o.json}};
   OG_RETURN_IF_ERROR(parse_options(args, table, o.model_path));
   if (!o.text_path) return OG_ERROR("eval-ppl needs --text FILE (the text to score)");
   return o;
-}
-
-Result<std::string> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return OG_ERROR("--text: cannot open '", path, "': ", std::strerror(errno));
-  std::string text(std::istreambuf_iterator<char>(in), {});
-  if (in.bad()) return OG_ERROR("--text: cannot read '", path, "'");
-  return text;
 }
 
 // The file's tokens without special tokens (no BOS): the text alone is scored.
@@ -87,7 +77,7 @@ void print_result(const genai::PerplexityResult& r, bool json) {
 int run_eval_ppl(std::span<const std::string> args) {
   auto options = parse_eval_ppl_options(args);
   if (!options.is_ok()) return report(kExitBadInput, options.status().message());
-  auto text = read_file(*options->text_path);
+  auto text = read_input_file(*options->text_path, options->max_input_bytes);
   if (!text.is_ok()) return report(kExitBadInput, text.status().message());
   auto dir = resolve_model_dir(options->model_path, "eval-ppl");
   if (!dir.is_ok()) return report(kExitBadInput, dir.status().message());

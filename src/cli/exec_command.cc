@@ -88,10 +88,11 @@ Status run_exec(const ExecOptions& options) {
   SessionOptions session_options;
   session_options.num_threads = options.threads;
   session_options.device = options.device;
+  session_options.max_arena_bytes = options.max_memory;
   OG_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::load(options.model_path, session_options));
   const double load_ms = ms_since(load_start);
   OG_ASSIGN_OR_RETURN(std::vector<Tensor> inputs,
-                      build_exec_inputs(session->inputs(), options.dims, options.input_files));
+                      build_exec_inputs(session->inputs(), options.dims, options.input_files, options.max_input_bytes));
 
   std::vector<Tensor> outputs;
   double first_ms = 0, rest_ms = 0;

@@ -47,6 +47,21 @@ Result<Shape> resolve_shape(const IoInfo& info, const std::map<std::string, int6
   return shape;
 }
 
+// Takes the input's bytes from `bytes_left` before anything is allocated: the inputs together stay
+// under the limit (the element count of huge --dim values can pass int64 too).
+Status take_bytes(const IoInfo& info, const Shape& shape, int64_t max_bytes, int64_t& bytes_left) {
+  int64_t numel = 1;
+  bool overflow = false;
+  for (const int64_t d : shape.dims()) overflow = overflow || __builtin_mul_overflow(numel, d, &numel);
+  // Every dtype takes at least half a byte per element; the exact size follows once that is bounded.
+  if (overflow || numel / 2 > bytes_left || dtype_storage_bytes(info.dtype, numel) > bytes_left) {
+    return OG_ERROR("input '", info.name, "' ", dtype_name(info.dtype), " ", shape.to_string(),
+                    " would take the inputs past the limit of ", max_bytes, " bytes (--max-input-bytes raises it)");
+  }
+  bytes_left -= dtype_storage_bytes(info.dtype, numel);
+  return Status::ok();
+}
+
 Result<Tensor> read_input(const IoInfo& info, Shape shape, const std::string& path) {
   OG_ASSIGN_OR_RETURN(Tensor tensor, Tensor::allocate(info.dtype, std::move(shape)));
   std::ifstream in(path, std::ios::binary | std::ios::ate);
@@ -88,12 +103,14 @@ Result<Tensor> generate_input(const IoInfo& info, Shape shape, uint32_t seed) {
 
 Result<std::vector<Tensor>> build_exec_inputs(const std::vector<IoInfo>& inputs,
                                               const std::map<std::string, int64_t>& dims,
-                                              const std::map<std::string, std::string>& files) {
+                                              const std::map<std::string, std::string>& files, int64_t max_bytes) {
   OG_RETURN_IF_ERROR(check_names(inputs, dims, files));
   std::vector<Tensor> tensors;
+  int64_t bytes_left = max_bytes;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const IoInfo& info = inputs[i];
     OG_ASSIGN_OR_RETURN(Shape shape, resolve_shape(info, dims));
+    OG_RETURN_IF_ERROR(take_bytes(info, shape, max_bytes, bytes_left));
     const auto file = files.find(info.name);
     OG_ASSIGN_OR_RETURN(Tensor tensor, file == files.end()
                                            ? generate_input(info, std::move(shape), kSeed + static_cast<uint32_t>(i))

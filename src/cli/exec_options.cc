@@ -1,11 +1,17 @@
 #include "cli/exec_options.h"
 
+#include <algorithm>
+#include <array>
 #include <charconv>
 #include <limits>
 
 namespace onnx_genai::cli {
 
 namespace {
+
+// A value that is one of these names forgot its own value ("--dim --threads 4").
+constexpr std::array<std::string_view, 7> kOptions = {"--threads", "--device",     "--repeat",         "--dim",
+                                                      "--input",   "--max-memory", "--max-input-bytes"};
 
 Result<int64_t> parse_int(const std::string& text, const std::string& what, int64_t min, int64_t max) {
   int64_t value = 0;
@@ -39,6 +45,9 @@ Result<ExecOptions> parse_exec_options(std::span<const std::string> args) {
     }
     if (i + 1 == args.size()) return OG_ERROR(arg, " needs a value");
     const std::string& value = args[++i];
+    if (std::find(kOptions.begin(), kOptions.end(), value) != kOptions.end()) {
+      return OG_ERROR(arg, " needs a value, got the option '", value, "'");
+    }
     if (arg == "--threads") {
       OG_ASSIGN_OR_RETURN(int64_t threads, parse_int(value, "--threads", 0, 4096));
       options.threads = static_cast<int>(threads);
@@ -52,6 +61,10 @@ Result<ExecOptions> parse_exec_options(std::span<const std::string> args) {
     } else if (arg == "--dim") {
       OG_ASSIGN_OR_RETURN(auto dim, split_assignment(value, "--dim"));
       OG_ASSIGN_OR_RETURN(options.dims[dim.first], parse_int(dim.second, "--dim " + dim.first, 0, kMaxInt));
+    } else if (arg == "--max-memory") {
+      OG_ASSIGN_OR_RETURN(options.max_memory, parse_int(value, arg, 1, std::numeric_limits<int64_t>::max()));
+    } else if (arg == "--max-input-bytes") {
+      OG_ASSIGN_OR_RETURN(options.max_input_bytes, parse_int(value, arg, 1, std::numeric_limits<int64_t>::max()));
     } else if (arg == "--input") {
       OG_ASSIGN_OR_RETURN(auto input, split_assignment(value, "--input"));
       options.input_files[input.first] = input.second;

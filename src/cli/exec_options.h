@@ -1,5 +1,5 @@
 // `onnx-genai exec` arguments: MODEL.onnx [--threads N] [--repeat R] [--dim name=value ...]
-// [--input name=file.bin ...].
+// [--input name=file.bin ...] [--max-memory BYTES] [--max-input-bytes N].
 #pragma once
 
 #include <map>
@@ -18,6 +18,10 @@ struct ExecOptions {
   int repeat = 1;
   std::map<std::string, int64_t> dims;             // symbolic dim name -> value
   std::map<std::string, std::string> input_files;  // input name -> raw little-endian file
+  int64_t max_memory = 0;  // bytes of the plan's activation arena; 0 = the physical memory
+  // The inputs together, generated or read: checked before they are allocated and filled (a huge
+  // --dim took minutes and gigabytes before the plan's own limit could refuse it).
+  int64_t max_input_bytes = int64_t{1} << 30;
 };
 
 // Parses the arguments after `exec`; errors name the offending argument.

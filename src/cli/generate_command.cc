@@ -1,12 +1,8 @@
 #include "cli/generate_command.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <iostream>
-#include <iterator>
 
 #include <nlohmann/json.hpp>
 
@@ -14,24 +10,10 @@
 #include "cli/run_support.h"
 #include "cli/terminal_feedback.h"
 #include "onnx_genai/genai.h"
-#include "tokenizer/unicode.h"
 
 namespace onnx_genai::cli {
 
 namespace {
-
-Status check_utf8(const std::string& text, const char* what) {
-  if (auto bad = unicode::find_invalid_utf8(text)) return OG_ERROR(what, " is not valid UTF-8 (byte ", *bad, ")");
-  return Status::ok();
-}
-
-// --prompt, else stdin when it is not a terminal.
-Result<std::string> read_prompt(const GenerateOptions& options) {
-  if (options.prompt) return *options.prompt;
-  if (isatty(STDIN_FILENO)) return OG_ERROR("no prompt: pass --prompt TEXT or pipe the prompt on stdin");
-  std::string text(std::istreambuf_iterator<char>(std::cin), {});
-  return text;
-}
 
 Result<std::vector<int32_t>> encode_prompt(const genai::Model& model, const GenerateOptions& options,
                                            const std::string& prompt) {
@@ -93,7 +75,7 @@ int run_generate(std::span<const std::string> args) {
   if (!options.is_ok()) return report(kExitBadInput, options.status().message());
   auto path = resolve_model_dir(options->model_path, "generate");
   if (!path.is_ok()) return report(kExitBadInput, path.status().message());
-  auto prompt = read_prompt(*options);
+  auto prompt = read_text_or_stdin(options->prompt, "prompt", options->max_input_bytes);
   if (!prompt.is_ok()) return report(kExitBadInput, prompt.status().message());
 
   const auto load_start = std::chrono::steady_clock::now();

@@ -56,6 +56,7 @@ OptionTable option_table(GenerateOptions& o) {
   table.flags = {{"--chat", &o.chat},     {"--greedy", &o.greedy}, {"--ignore-eos", &o.ignore_eos},
                  {"--truncate", &o.truncate}, {"--stream", &o.stream}, {"--stats", &o.stats}};
   add_model_options(table, o.model);
+  add_input_limit_option(table, o.max_input_bytes);
   return table;
 }
 

@@ -3,7 +3,7 @@
 //   [--temperature F] [--top-k N] [--top-p F] [--min-p F] [--seed N] [--greedy] [--stop TEXT ...]
 //   [--ignore-eos] [--prefill-chunk N] [--truncate] [--threads N] [--device cpu|cuda[:N]]
 //   [--mask-at-capacity on|off]
-//   [--stream] [--stats]
+//   [--stream] [--stats] [--max-input-bytes N]
 // Options take their value as the next argument or after '=' (--top-k=40).
 #pragma once
 
@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/run_support.h"
 #include "onnx_genai/genai.h"
 #include "onnx_genai/status.h"
 
@@ -35,6 +36,7 @@ struct GenerateOptions {
   std::optional<bool> mask_at_capacity;  // genai::ModelOptions::decode_mask_at_capacity
   bool stream = false;  // print text as it is generated (else once at the end)
   bool stats = false;   // timing and session numbers on stderr
+  int64_t max_input_bytes = kDefaultMaxInputBytes;  // of the prompt on stdin
 
   // Any of the distribution flags asks for sampling (unless --greedy).
   bool asks_for_sampling() const { return temperature || top_p || min_p || top_k; }

@@ -6,9 +6,15 @@
 //   bench [MODEL] --prompt-len P --gen-len G [--repeat R] [--threads N] [--json] (cli/bench_command.h)
 //   run [MODEL] [--system TEXT] [--greedy] [--max-new-tokens N] [--threads N] (cli/run_command.h)
 //   eval-ppl [MODEL] --text FILE [--window N] [--stride N] [--threads N] [--json] (cli/eval_ppl_command.h)
-// Any error prints one line to stderr and exits with status 1 (generate: 2 for bad input).
+// Any error prints one line to stderr and exits with status 1 (generate: 2 for bad input); so does
+// an exception that escapes a command, and output that could not be written (a full disk, a
+// closed stdout).
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <exception>
+#include <new>
 #include <span>
 #include <string>
 #include <vector>
@@ -18,6 +24,7 @@
 #include "cli/exec_command.h"
 #include "cli/generate_command.h"
 #include "cli/run_command.h"
+#include "cli/run_support.h"
 #include "cli/show_command.h"
 #include "cli/tokenize_command.h"
 
@@ -25,20 +32,25 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: onnx-genai exec MODEL.onnx [--threads N] [--device cpu|cuda[:N]] [--repeat R] [--dim name=value ...] [--input name=file.bin ...]\n"
+    "         [--max-memory BYTES] [--max-input-bytes N]\n"
     "  exec   load MODEL.onnx, run it R times (default 1) on the inputs given with --input (raw little-endian\n"
     "         files) or generated ones (integers in [0, 100), floats uniform in [-1, 1), fixed seed);\n"
-    "         symbolic dims take --dim values, default 1; prints outputs, timing and session stats\n"
+    "         symbolic dims take --dim values, default 1; prints outputs, timing and session stats; --max-memory\n"
+    "         (default: the physical memory) bounds the plan's activation arena, --max-input-bytes (default\n"
+    "         1073741824, 1 GiB) the inputs together\n"
     "usage: onnx-genai generate [MODEL] [--prompt TEXT] [--chat] [--system TEXT] [--max-new-tokens N]\n"
     "         [--min-new-tokens N] [--temperature F] [--top-k N] [--top-p F] [--min-p F] [--seed N] [--greedy]\n"
     "         [--stop TEXT ...] [--ignore-eos] [--prefill-chunk N] [--truncate] [--threads N] [--device cpu|cuda[:N]] [--mask-at-capacity on|off]\n"
-    "         [--stream] [--stats]\n"
+    "         [--stream] [--stats] [--max-input-bytes N]\n"
     "  generate  load a model folder (genai_config.json or Hugging Face config.json + model.onnx; default\n"
     "         models/debian-prose-11m), encode the prompt (--prompt, else stdin; --chat applies the chat template),\n"
     "         generate and print the text; sampling defaults come from the package, --greedy takes the argmax,\n"
-    "         any of --temperature/--top-k/--top-p/--min-p turns sampling on; --stats prints timing to stderr;\n"
+    "         any of --temperature/--top-k/--top-p/--min-p turns sampling on (a temperature below 1e-5 is greedy);\n"
+    "         --truncate drops the prompt's oldest tokens to fit the context with --max-new-tokens (an error when\n"
+    "         no prompt token would fit); --stats prints timing to stderr;\n"
     "         --mask-at-capacity: GroupQueryAttention decode steps share one plan (a mask as wide as the KV\n"
     "         cache; default: on when the graph uses the mask only for lengths)\n"
-    "usage: onnx-genai tokenize [MODEL] [--text TEXT] [--ids] [--no-special] [--decode 1,2,3]\n"
+    "usage: onnx-genai tokenize [MODEL] [--text TEXT] [--ids] [--no-special] [--decode 1,2,3] [--max-input-bytes N]\n"
     "  tokenize  the model's tokenizer on --text (else stdin): ID<TAB>TOKEN lines, or the ids on one line\n"
     "         with --ids; --no-special adds no special tokens (BOS...); --decode prints the text of the ids\n"
     "usage: onnx-genai show [MODEL]\n"
@@ -55,24 +67,23 @@ constexpr const char* kUsage =
     "  --cuda-graphs (generate, bench, run, eval-ppl): on a GPU, record repeated runs of device steps as\n"
     "         CUDA graphs and replay them (default on); off launches every kernel on its own\n"
     "usage: onnx-genai run [MODEL] [--system TEXT] [--greedy] [--max-new-tokens N] [--threads N] [--device cpu|cuda[:N]]\n"
+    "         [--max-input-bytes N]\n"
     "  run    chat with the model (its chat template), one line per user turn; /help lists the commands\n"
     "usage: onnx-genai eval-ppl [MODEL] --text FILE [--window N] [--stride N] [--threads N] [--device cpu|cuda[:N]] [--json]\n"
+    "         [--max-input-bytes N]\n"
     "  eval-ppl  perplexity of the text in FILE (tokenized without special tokens), Hugging Face's\n"
     "         sliding-window protocol: windows of N tokens (default: the context length, at most 512)\n"
     "         every --stride tokens (default half a window), each scoring the tokens no earlier window\n"
-    "         scored; prints tokens, scored tokens, total NLL, ppl and seconds\n";
+    "         scored; prints tokens, scored tokens, total NLL, ppl and seconds\n"
+    "  --max-input-bytes N (generate, tokenize, eval-ppl, run): the most bytes read from stdin or --text FILE\n"
+    "         (run: in one line; default 67108864, 64 MiB); more is an error\n"
+    "Options take their value as the next argument or after '='; a value that is itself an option name is\n"
+    "refused (--prompt --greedy), so pass such text after '=': --prompt=--greedy\n";
 
 // Errors are one line on stderr, whatever the message holds.
-int fail(std::string message) {
-  std::replace(message.begin(), message.end(), '\n', ' ');
-  std::fprintf(stderr, "onnx-genai: %s\n", message.c_str());
-  return 1;
-}
+int fail(const std::string& message) { return onnx_genai::cli::report(onnx_genai::cli::kExitFailed, message); }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  const std::vector<std::string> args(argv + 1, argv + argc);
+int run_command(const std::vector<std::string>& args) {
   if (args.empty()) return fail("missing subcommand (try --help)");
   const auto is_help = [](const std::string& a) { return a == "--help" || a == "-h"; };
   if (args[0] == "help" || std::any_of(args.begin(), args.end(), is_help)) {
@@ -90,4 +101,30 @@ int main(int argc, char** argv) {
   if (!options.is_ok()) return fail(options.status().message());
   const onnx_genai::Status status = onnx_genai::cli::run_exec(*options);
   return status.is_ok() ? 0 : fail(status.message());
+}
+
+// Commands write stdout through stdio without checking each write; a failed write leaves the
+// stream's error flag set, so one check here catches them all.
+int check_stdout(int exit_code) {
+  if (std::fflush(stdout) != 0) return fail(std::string("cannot write standard output: ") + std::strerror(errno));
+  if (std::ferror(stdout)) return fail("cannot write standard output (a write failed)");
+  return exit_code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int exit_code = 1;
+  // Errors are values inside; this boundary turns what escapes (a library's exception, an
+  // allocation that failed) into the same one-line error.
+  try {
+    exit_code = run_command(std::vector<std::string>(argv + 1, argv + argc));
+  } catch (const std::bad_alloc&) {
+    exit_code = fail("out of memory");
+  } catch (const std::exception& error) {
+    exit_code = fail(std::string("internal error: ") + error.what());
+  } catch (...) {
+    exit_code = fail("internal error: an unknown exception");
+  }
+  return check_stdout(exit_code);
 }

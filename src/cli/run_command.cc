@@ -3,9 +3,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -48,12 +50,14 @@ struct ChatOptions {
   std::optional<int64_t> max_new_tokens;
   genai::ModelOptions model;  // --threads, --device
   bool greedy = false;
+  int64_t max_input_bytes = kDefaultMaxInputBytes;  // of one input line
 };
 
 Result<ChatOptions> parse_chat_options(std::span<const std::string> args) {
   ChatOptions o;
   OptionTable table;
-  table.valued["--system"] = [&](const std::string&, const std::string& value) {
+  table.valued["--system"] = [&](const std::string& option, const std::string& value) -> Status {
+    OG_RETURN_IF_ERROR(check_utf8(value, option));
     o.system = value;
     return Status::ok();
   };
@@ -62,6 +66,7 @@ Result<ChatOptions> parse_chat_options(std::span<const std::string> args) {
     return Status::ok();
   };
   add_model_options(table, o.model);
+  add_input_limit_option(table, o.max_input_bytes);
   table.flags = {{"--greedy", &o.greedy}};
   OG_RETURN_IF_ERROR(parse_options(args, table, o.model_path));
   return o;
@@ -88,8 +93,11 @@ class ChatSession {
 
   // Handles one input line; false when the session should end.
   bool handle(const std::string& line) {
+    ++line_number_;
     if (line == "/exit" || line == "/quit") return false;
-    if (line == "/reset") {
+    if (const Status valid = check_utf8(line, "input line " + std::to_string(line_number_)); !valid.is_ok()) {
+      fail(valid);
+    } else if (line == "/reset") {
       history_ = nlohmann::json::array();
       generator_.reset();
     } else if (line == "/help") {
@@ -105,12 +113,16 @@ class ChatSession {
       const Status status = reply(line);
       if (!status.is_ok()) {
         generator_.reset();  // its state is unknown after a failed step
-        std::fprintf(stderr, "onnx-genai: %s\n", status.message().c_str());
+        fail(status);
       }
     }
     std::fflush(stdout);
     return true;
   }
+
+  // Whether a line failed (the session goes on; the exit status says so at the end).
+  bool any_failed() const { return any_failed_; }
+  size_t next_line_number() const { return line_number_ + 1; }
 
  private:
   Status reply(const std::string& user_text) {
@@ -166,6 +178,11 @@ class ChatSession {
     return Status::ok();
   }
 
+  void fail(const Status& status) {
+    any_failed_ = true;
+    report(kExitFailed, status.message());
+  }
+
   void print_stats() const {
     const auto rate = [](double count, double seconds) { return seconds > 0 ? count / seconds : 0.0; };
     std::printf("prompt %zu tokens: %zu reused from the cache, %zu prefilled in %.1f ms (%.1f tok/s); "
@@ -182,6 +199,8 @@ class ChatSession {
   std::unique_ptr<genai::Generator> generator_;  // kept across turns for its KV cache
   genai::GenerationStats last_stats_;            // of the last turn
   size_t last_prompt_ = 0, last_reused_ = 0, last_generated_ = 0;
+  size_t line_number_ = 0;  // of the input, for errors
+  bool any_failed_ = false;
 };
 
 // Lines through the line editor until /exit, end of input (Ctrl-D) or two Ctrl-C in a row at an
@@ -210,9 +229,24 @@ void edited_chat_loop(ChatSession& session) {
   }
 }
 
+// std::getline up to `max_bytes`: false at the end of input (or an interrupted read), an error for
+// a longer line (`run < /dev/zero` would otherwise grow one line until memory runs out).
+Result<bool> read_line(std::string& line, int64_t max_bytes, size_t line_number) {
+  line.clear();
+  for (int c = std::cin.get(); c != std::char_traits<char>::eof(); c = std::cin.get()) {
+    if (c == '\n') return true;
+    if (static_cast<int64_t>(line.size()) == max_bytes) {
+      return OG_ERROR("input line ", line_number, " is longer than the limit of ", max_bytes,
+                      " bytes (--max-input-bytes raises it)");
+    }
+    line += static_cast<char>(c);
+  }
+  return !line.empty();  // a last line without a newline still counts
+}
+
 // Plain lines until /exit or end of input; on a terminal (stdin only), two Ctrl-C in a row at the
-// prompt exit.
-void plain_chat_loop(ChatSession& session) {
+// prompt exit. A failed read (stdin a directory) is an error, not an end of input.
+Status plain_chat_loop(ChatSession& session, int64_t max_line_bytes) {
   const bool terminal = isatty(STDIN_FILENO);
   int interrupts_at_prompt = 0;
   std::string line;
@@ -222,8 +256,10 @@ void plain_chat_loop(ChatSession& session) {
       std::fflush(stdout);
     }
     g_interrupted = 0;  // from here a Ctrl-C ends the read or stops the reply to this line
-    if (!std::getline(std::cin, line)) {
-      if (!g_interrupted || ++interrupts_at_prompt >= 2) return;
+    OG_ASSIGN_OR_RETURN(const bool read, read_line(line, max_line_bytes, session.next_line_number()));
+    if (!read) {
+      if (!g_interrupted && std::ferror(stdin)) return OG_ERROR("cannot read stdin: ", std::strerror(errno));
+      if (!g_interrupted || ++interrupts_at_prompt >= 2) return Status::ok();
       g_interrupted = 0;
       std::cin.clear();
       clearerr(stdin);  // std::cin reads through stdio, which remembers the interrupted read
@@ -231,7 +267,7 @@ void plain_chat_loop(ChatSession& session) {
       continue;
     }
     interrupts_at_prompt = 0;
-    if (!session.handle(line)) return;
+    if (!session.handle(line)) return Status::ok();
   }
 }
 
@@ -250,10 +286,10 @@ int run_chat(std::span<const std::string> args) {
   if (isatty(STDIN_FILENO)) std::fputs("onnx-genai chat; /help for commands\n", stdout);
   if (isatty(STDIN_FILENO) && isatty(STDOUT_FILENO)) {
     edited_chat_loop(session);
-  } else {
-    plain_chat_loop(session);
+  } else if (const Status read = plain_chat_loop(session, options->max_input_bytes); !read.is_ok()) {
+    return report(kExitFailed, read.message());
   }
-  return 0;
+  return session.any_failed() ? kExitFailed : 0;
 }
 
 }  // namespace onnx_genai::cli

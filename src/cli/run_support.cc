@@ -1,8 +1,13 @@
 #include "cli/run_support.h"
 
-#include <algorithm>
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
+#include <limits>
+
+#include "core/file_reader.h"
+#include "tokenizer/unicode.h"
 
 #ifndef OG_DEFAULT_MODEL_DIR
 #define OG_DEFAULT_MODEL_DIR "models/debian-prose-11m"
@@ -10,9 +15,22 @@
 
 namespace onnx_genai::cli {
 
-int report(int exit_code, std::string message) {
-  std::replace(message.begin(), message.end(), '\n', ' ');
-  std::fprintf(stderr, "onnx-genai: %s\n", message.c_str());
+int report(int exit_code, const std::string& message) {
+  // Messages quote what the user gave, which may hold line breaks or terminal escapes: one line,
+  // with other control bytes written as \xNN.
+  std::string line;
+  for (const char c : message) {
+    if (c == '\n') {
+      line += ' ';
+    } else if (static_cast<unsigned char>(c) < 0x20 && c != '\t') {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\x%02x", static_cast<unsigned>(static_cast<unsigned char>(c)));
+      line += escaped;
+    } else {
+      line += c;
+    }
+  }
+  std::fprintf(stderr, "onnx-genai: %s\n", line.c_str());
   return exit_code;
 }
 
@@ -38,6 +56,12 @@ Status parse_options(std::span<const std::string> args, const OptionTable& table
       value = arg.substr(eq + 1);
     } else if (i + 1 < args.size()) {
       value = args[++i];
+      // "--prompt --greedy" forgot the prompt far more often than it means the text "--greedy".
+      const std::string next = value.substr(0, value.find('='));
+      if (table.flags.contains(next) || table.valued.contains(next)) {
+        return OG_ERROR(name, " needs a value, got the option '", value, "' (to pass that text, write ", name, "=",
+                        value, ")");
+      }
     } else {
       return OG_ERROR(name, " needs a value");
     }
@@ -54,6 +78,33 @@ Result<std::string> resolve_model_dir(const std::string& given, const std::strin
                     " does not exist; pass a model folder: onnx-genai ", command, " MODEL_DIR ...");
   }
   return std::string(OG_DEFAULT_MODEL_DIR);
+}
+
+namespace {
+
+constexpr ReadLimit input_limit(int64_t max_bytes) { return {max_bytes, " (--max-input-bytes raises it)"}; }
+
+}  // namespace
+
+void add_input_limit_option(OptionTable& table, int64_t& max_bytes) {
+  table.valued["--max-input-bytes"] = integer_option(max_bytes, 1, std::numeric_limits<int64_t>::max());
+}
+
+Result<std::string> read_text_or_stdin(const std::optional<std::string>& given, const char* what, int64_t max_bytes) {
+  if (given) return *given;
+  if (isatty(STDIN_FILENO)) return OG_ERROR("no ", what, ": pass --", what, " TEXT or pipe the ", what, " on stdin");
+  return read_descriptor(STDIN_FILENO, std::string("the ") + what + " on stdin", input_limit(max_bytes));
+}
+
+Result<std::string> read_input_file(const std::string& path, int64_t max_bytes) {
+  Result<std::string> text = read_file(path, input_limit(max_bytes));
+  if (!text.is_ok()) return text.status().with_context("--text");
+  return text;
+}
+
+Status check_utf8(std::string_view text, std::string_view what) {
+  if (auto bad = unicode::find_invalid_utf8(text)) return OG_ERROR(what, " is not valid UTF-8 (byte ", *bad, ")");
+  return Status::ok();
 }
 
 void add_model_options(OptionTable& table, genai::ModelOptions& model) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <system_error>
@@ -20,8 +21,9 @@ namespace onnx_genai::cli {
 constexpr int kExitFailed = 1;
 constexpr int kExitBadInput = 2;
 
-// Prints "onnx-genai: MESSAGE" as one line on stderr and returns `exit_code`.
-int report(int exit_code, std::string message);
+// Prints "onnx-genai: MESSAGE" as one line on stderr (line breaks as spaces, other control bytes
+// as \xNN) and returns `exit_code`.
+int report(int exit_code, const std::string& message);
 
 struct OptionTable {
   std::map<std::string, std::function<Status(const std::string& option, const std::string& value)>> valued;
@@ -54,6 +56,25 @@ inline auto integer_option(int64_t& field, int64_t min, int64_t max) {
     return Status::ok();
   };
 }
+
+// Text read from stdin or a file (generate, tokenize, eval-ppl; a line of run) is at most this many bytes unless
+// --max-input-bytes says otherwise: a prompt or corpus that large is a mistake (`< /dev/zero`), and
+// the limit turns it into an error before memory runs out.
+constexpr int64_t kDefaultMaxInputBytes = int64_t{64} << 20;
+
+// --max-input-bytes N into `max_bytes`.
+void add_input_limit_option(OptionTable& table, int64_t& max_bytes);
+
+// `given` (a --prompt/--text value), else all of stdin when it is not a terminal; `what` names it in
+// errors ("prompt", "text"). At most `max_bytes` bytes from stdin.
+Result<std::string> read_text_or_stdin(const std::optional<std::string>& given, const char* what, int64_t max_bytes);
+
+// All of the file at `path` (--text FILE), at most `max_bytes` bytes; errors start "--text: ".
+Result<std::string> read_input_file(const std::string& path, int64_t max_bytes);
+
+// An error naming `what` and the offset of the first byte that is not UTF-8 (chat messages become
+// JSON, which holds only UTF-8).
+Status check_utf8(std::string_view text, std::string_view what);
 
 // --threads N and --device cpu|cuda[:N], taken by every command that loads a model, written
 // straight into the options it loads the model with.

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <set>
 #include <vector>
@@ -11,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/run_support.h"
+#include "genai/json_fields.h"
 #include "genai/package.h"
 #include "onnx/model.h"
 
@@ -35,8 +35,9 @@ const nlohmann::json* member(const nlohmann::json* object, const char* key) {
 
 ConfigFacts read_config_facts(const genai::Package& package) {
   ConfigFacts facts;
-  std::ifstream file(package.dir / package.config_name);
-  const nlohmann::json config = nlohmann::json::parse(file, nullptr, /*allow_exceptions=*/false);
+  // The package loaded, so its config reads; an error here leaves the facts empty.
+  const Result<nlohmann::json> read = genai::read_json_object(package.dir / package.config_name);
+  const nlohmann::json config = read.is_ok() ? *read : nlohmann::json();
   // genai_config.json: model.type, model.decoder.hidden_size; config.json: model_type, hidden_size.
   const bool genai_layout = package.config_name == "genai_config.json";
   const nlohmann::json* model = genai_layout ? member(&config, "model") : &config;

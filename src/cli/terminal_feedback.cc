@@ -59,8 +59,12 @@ Result<std::unique_ptr<genai::Model>> load_model_with_progress(const std::string
     LoadSpinner spinner(dir);
     return genai::Model::load(dir, options);
   }();
-  if (model.is_ok() && !(*model)->device_fallback().empty()) {
+  if (!model.is_ok()) return model;
+  if (!(*model)->device_fallback().empty()) {
     std::fprintf(stderr, "onnx-genai: warning: %s; running on the CPU\n", (*model)->device_fallback().c_str());
+  }
+  for (const std::string& warning : (*model)->info().warnings) {
+    std::fprintf(stderr, "onnx-genai: warning: %s\n", warning.c_str());
   }
   return model;
 }

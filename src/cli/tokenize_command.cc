@@ -1,11 +1,7 @@
 #include "cli/tokenize_command.h"
 
-#include <unistd.h>
-
 #include <cstdint>
 #include <cstdio>
-#include <iostream>
-#include <iterator>
 #include <optional>
 #include <sstream>
 #include <vector>
@@ -23,6 +19,7 @@ struct TokenizeOptions {
   std::optional<std::string> decode;  // comma-separated ids
   bool ids_only = false;
   bool no_special = false;
+  int64_t max_input_bytes = kDefaultMaxInputBytes;  // of the text on stdin
 };
 
 Result<TokenizeOptions> parse_tokenize_options(std::span<const std::string> args) {
@@ -37,6 +34,7 @@ Result<TokenizeOptions> parse_tokenize_options(std::span<const std::string> args
     return Status::ok();
   };
   table.flags = {{"--ids", &o.ids_only}, {"--no-special", &o.no_special}};
+  add_input_limit_option(table, o.max_input_bytes);
   OG_RETURN_IF_ERROR(parse_options(args, table, o.model_path));
   if (o.text && o.decode) return OG_ERROR("--text and --decode exclude each other");
   return o;
@@ -54,15 +52,8 @@ Result<std::vector<int32_t>> parse_id_list(const std::string& list) {
   return ids;
 }
 
-// --text, else stdin when it is not a terminal.
-Result<std::string> read_text(const TokenizeOptions& options) {
-  if (options.text) return *options.text;
-  if (isatty(STDIN_FILENO)) return OG_ERROR("no text: pass --text TEXT or pipe the text on stdin");
-  return std::string(std::istreambuf_iterator<char>(std::cin), {});
-}
-
 Status print_tokens(const Tokenizer& tokenizer, const TokenizeOptions& options) {
-  OG_ASSIGN_OR_RETURN(std::string text, read_text(options));
+  OG_ASSIGN_OR_RETURN(std::string text, read_text_or_stdin(options.text, "text", options.max_input_bytes));
   EncodeOptions encode_options;
   encode_options.add_special_tokens = !options.no_special;
   OG_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tokenizer.encode(text, encode_options));

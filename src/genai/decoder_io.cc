@@ -136,10 +136,25 @@ Result<size_t> find_present(const std::vector<IoInfo>& outputs, const DecoderNam
                   slot.is_value ? "value" : "key", ")");
 }
 
+// A config value the graph contradicts: the graph runs, so its value wins, and one warning says so.
+void note_contradiction(const Package& package, const std::string& key, int64_t configured, const std::string& graph_what,
+                        int64_t declared, std::vector<std::string>& warnings) {
+  warnings.push_back(package.config_name + ": " + key + " is " + std::to_string(configured) + " but " + graph_what +
+                     " has " + std::to_string(declared) + "; using the graph's value");
+}
+
 // One declared cache dim: fixed in the graph, else the config's value.
-Result<int64_t> cache_dim(const IoInfo& past, size_t axis, const std::optional<int64_t>& configured, const char* what) {
+Result<int64_t> cache_dim(const IoInfo& past, size_t axis, const std::optional<int64_t>& configured, const char* what,
+                          const Package& package, const std::string& key, std::vector<std::string>& warnings) {
   const int64_t declared = past.dims[axis];
-  if (declared > 0) return declared;
+  if (declared > 0) {
+    if (configured && *configured != declared) {
+      note_contradiction(package, key, *configured, "the decoder input '" + past.name + "' " + dims_text(past) + " (" +
+                                                        what + ")",
+                         declared, warnings);
+    }
+    return declared;
+  }
   if (configured && *configured > 0) return *configured;
   return OG_ERROR("decoder input '", past.name, "' ", dims_text(past), ": ", what,
                   " is symbolic and the config does not give it");
@@ -162,8 +177,13 @@ Status check_cache_shapes(const std::vector<IoInfo>& inputs, const std::vector<I
       return OG_ERROR("decoder output '", present.name, "' has dtype ", dtype_name(present.dtype), " but '", past.name,
                       "' has ", dtype_name(past.dtype));
     }
-    OG_ASSIGN_OR_RETURN(const int64_t heads, cache_dim(past, 1, package.num_kv_heads, "the head count (dim 1)"));
-    OG_ASSIGN_OR_RETURN(const int64_t head_size, cache_dim(past, 3, package.head_size, "the head size (dim 3)"));
+    // The config's values are compared with the first layer's only: one warning per key.
+    std::vector<std::string> ignored;
+    std::vector<std::string>& warnings = &binding == &io.kv.front() ? io.warnings : ignored;
+    OG_ASSIGN_OR_RETURN(const int64_t heads, cache_dim(past, 1, package.num_kv_heads, "the head count (dim 1)", package,
+                                                       package.keys.num_kv_heads, warnings));
+    OG_ASSIGN_OR_RETURN(const int64_t head_size, cache_dim(past, 3, package.head_size, "the head size (dim 3)", package,
+                                                           package.keys.head_size, warnings));
     if (&binding == &io.kv.front()) {
       io.kv_dtype = past.dtype;
       io.kv_heads = heads;
@@ -214,6 +234,11 @@ Status find_logits(const std::vector<IoInfo>& outputs, const Package& package, D
   io.logits_output = static_cast<size_t>(it - outputs.begin());
   io.logits_dtype = it->dtype;
   io.vocab_size = it->rank_known && it->dims[2] > 0 ? it->dims[2] : package.vocab_size.value_or(0);
+  if (package.vocab_size && *package.vocab_size != io.vocab_size) {
+    note_contradiction(package, package.keys.vocab_size, *package.vocab_size,
+                       "the decoder output '" + name + "' " + dims_text(*it) + " (the vocabulary, dim 2)", io.vocab_size,
+                       io.warnings);
+  }
   const auto greedy =
       std::find_if(outputs.begin(), outputs.end(), [](const IoInfo& o) { return o.name == kGreedyTokensOutput; });
   if (greedy != outputs.end() && greedy->dtype == DType::kI64) {

@@ -74,6 +74,7 @@ struct DecoderIo {
   bool shared_buffer = false;  // present written into past's storage
   bool right_padding = false;  // rows start at cache slot 0 (attention uses each row's length)
   int64_t logit_rows_width = 0;  // the hidden size a kLogitRows input repeats each position over
+  std::vector<std::string> warnings;  // config values the graph contradicts (the graph's are used)
 
   bool has(InputRole role) const;
 };

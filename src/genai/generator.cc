@@ -59,7 +59,13 @@ Status fit_context(std::vector<int32_t>& prompt, size_t index, const GeneratorPa
     return OG_ERROR("prompt ", index, " has ", length, " tokens; the model's context holds ", context,
                     " including at least one new token (shorten the prompt or allow truncation from the left)");
   }
-  const int64_t keep = std::max<int64_t>(1, context - std::max<int64_t>(1, p.max_new_tokens));
+  const int64_t keep = context - std::max<int64_t>(1, p.max_new_tokens);
+  // Keeping a token or two of the prompt answers a different question; say so instead.
+  if (keep < 1) {
+    return OG_ERROR("prompt ", index, " has ", length, " tokens and is truncated from the left, but max_new_tokens ",
+                    p.max_new_tokens, " leaves none of the model's context of ", context,
+                    " for it (ask for fewer than ", context, " new tokens)");
+  }
   prompt.erase(prompt.begin(), prompt.end() - keep);
   return Status::ok();
 }

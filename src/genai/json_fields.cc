@@ -1,8 +1,8 @@
 #include "genai/json_fields.h"
 
-#include <fstream>
 #include <limits>
-#include <sstream>
+
+#include "core/file_reader.h"
 
 namespace onnx_genai::genai {
 
@@ -30,11 +30,7 @@ std::string shown(const Json& value) {
 }  // namespace
 
 Result<Json> read_json_object(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return OG_ERROR("cannot read ", path.string());
-  std::ostringstream text;
-  text << in.rdbuf();
-  const std::string content = text.str();
+  OG_ASSIGN_OR_RETURN(const std::string content, read_file(path.string()));
   Json json;
   CapturingParser parser(json);
   if (!Json::sax_parse(content, &parser) || json.is_discarded()) {
@@ -61,6 +57,12 @@ Result<std::optional<int64_t>> JsonFields::integer(const char* key) const {
     return wrong_type(key, "an integer that fits 64 bits");
   }
   return std::optional<int64_t>(value->get<int64_t>());
+}
+
+Result<std::optional<int64_t>> JsonFields::integer(const char* key, int64_t min) const {
+  OG_ASSIGN_OR_RETURN(std::optional<int64_t> value, integer(key));
+  if (value && *value < min) return wrong_type(key, ("an integer >= " + std::to_string(min)).c_str());
+  return value;
 }
 
 Result<std::optional<double>> JsonFields::number(const char* key) const {
@@ -96,17 +98,21 @@ Result<JsonFields> JsonFields::nested(const char* key) const {
   return JsonFields(value != nullptr ? *value : kEmpty, where_ + key + ".");
 }
 
-Result<std::vector<int32_t>> JsonFields::token_ids(const char* key) const {
+Result<std::vector<int32_t>> JsonFields::token_ids(const char* key, std::optional<int64_t> vocab_size) const {
   const Json* value = find(key);
   std::vector<int32_t> ids;
   if (value == nullptr) return ids;
-  const auto valid = [](const Json& id) {
-    return id.is_number_integer() && id.get<int64_t>() >= 0 && id.get<int64_t>() <= std::numeric_limits<int32_t>::max();
+  const int64_t end = vocab_size.value_or(int64_t{std::numeric_limits<int32_t>::max()} + 1);
+  const auto valid = [end](const Json& id) {
+    return id.is_number_integer() && !(id.is_number_unsigned() && id.get<uint64_t>() >= static_cast<uint64_t>(end)) &&
+           id.get<int64_t>() >= 0 && id.get<int64_t>() < end;
   };
+  const std::string wanted = "a token id or a list of token ids in [0, " + std::to_string(end) + ")" +
+                             (vocab_size ? " (below vocab_size)" : "");
   if (valid(*value)) return std::vector<int32_t>{value->get<int32_t>()};
-  if (!value->is_array()) return wrong_type(key, "a token id or a list of token ids");
+  if (!value->is_array()) return wrong_type(key, wanted.c_str());
   for (const Json& id : *value) {
-    if (!valid(id)) return wrong_type(key, "a token id or a list of token ids");
+    if (!valid(id)) return wrong_type(key, wanted.c_str());
     ids.push_back(id.get<int32_t>());
   }
   return ids;

@@ -26,6 +26,8 @@ class JsonFields {
   JsonFields(const Json& object, std::string where) : object_(object), where_(std::move(where)) {}
 
   Result<std::optional<int64_t>> integer(const char* key) const;
+  // An integer >= `min` (sizes, counts and lengths: one below is an error, not "unset").
+  Result<std::optional<int64_t>> integer(const char* key, int64_t min) const;
   Result<std::optional<double>> number(const char* key) const;
   Result<std::optional<bool>> boolean(const char* key) const;
   Result<std::optional<std::string>> string(const char* key) const;
@@ -33,8 +35,8 @@ class JsonFields {
   Result<const Json*> object(const char* key) const;
   // Fields of the nested object `key` (an empty object when absent).
   Result<JsonFields> nested(const char* key) const;
-  // A token id or a list of them (eos_token_id); empty when unset.
-  Result<std::vector<int32_t>> token_ids(const char* key) const;
+  // A token id or a list of them (eos_token_id), each below `vocab_size` when given; empty when unset.
+  Result<std::vector<int32_t>> token_ids(const char* key, std::optional<int64_t> vocab_size = {}) const;
 
  private:
   const Json* find(const char* key) const;

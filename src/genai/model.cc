@@ -79,6 +79,21 @@ GraphFacts read_graph_facts(const Graph& graph, const Package& package) {
   return facts;
 }
 
+// The configs' token ids against the graph's vocabulary (the configs' own vocab_size was checked
+// as they were read, and the graph may say otherwise): generation would feed or wait for a token
+// the decoder cannot produce.
+Status check_special_ids(const Package& package, int64_t vocab_size) {
+  const auto check = [&](const char* key, int32_t id) -> Status {
+    if (id < vocab_size) return Status::ok();
+    return OG_ERROR((package.dir / package.config_name).string(), " (or generation_config.json): ", key, " ", id,
+                    " is not below the decoder's vocabulary size ", vocab_size, " (the width of its logits)");
+  };
+  for (const int32_t id : package.eos_token_ids) OG_RETURN_IF_ERROR(check("eos_token_id", id));
+  if (package.pad_token_id) OG_RETURN_IF_ERROR(check("pad_token_id", *package.pad_token_id));
+  if (package.bos_token_id) OG_RETURN_IF_ERROR(check("bos_token_id", *package.bos_token_id));
+  return Status::ok();
+}
+
 ModelInfo describe(const ModelParts& parts) {
   ModelInfo info;
   const Package& package = parts.package;
@@ -92,6 +107,7 @@ ModelInfo describe(const ModelParts& parts) {
   info.kv_dtype = parts.io.kv_dtype;
   info.shared_kv_buffer = parts.io.shared_buffer;
   info.right_padding = parts.io.right_padding;
+  info.warnings = parts.io.warnings;
   info.eos_token_ids = package.eos_token_ids;
   if (info.eos_token_ids.empty() && parts.tokenizer && parts.tokenizer->eos_token_id()) {
     info.eos_token_ids.push_back(*parts.tokenizer->eos_token_id());
@@ -129,6 +145,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelO
   OG_ASSIGN_OR_RETURN(impl->io, in_context(derive_decoder_io(impl->session->inputs(), impl->session->outputs(),
                                                              impl->package, facts),
                                            file));
+  OG_RETURN_IF_ERROR(check_special_ids(impl->package, impl->io.vocab_size));
   if (impl->io.kv.empty()) {
     return OG_ERROR(file, ": the decoder has no past key/value inputs; generation needs a KV cache");
   }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <initializer_list>
+#include <utility>
 
 #include "genai/json_fields.h"
 
@@ -26,17 +28,18 @@ void append_unique(std::vector<int32_t>& ids, const std::vector<int32_t>& more) 
   }
 }
 
-Result<std::optional<int32_t>> token_id(const JsonFields& fields, const char* key) {
-  OG_ASSIGN_OR_RETURN(std::vector<int32_t> ids, fields.token_ids(key));
+Result<std::optional<int32_t>> token_id(const JsonFields& fields, const char* key, std::optional<int64_t> vocab_size) {
+  OG_ASSIGN_OR_RETURN(std::vector<int32_t> ids, fields.token_ids(key, vocab_size));
   return ids.empty() ? std::optional<int32_t>() : std::optional<int32_t>(ids.front());
 }
 
-// Token ids shared by genai_config.json's model section, config.json and generation_config.json.
+// Token ids shared by genai_config.json's model section, config.json and generation_config.json;
+// each below the config's vocab_size (the graph's is checked once the decoder is loaded).
 Status read_token_ids(const JsonFields& fields, Package& package) {
-  OG_ASSIGN_OR_RETURN(std::vector<int32_t> eos, fields.token_ids("eos_token_id"));
+  OG_ASSIGN_OR_RETURN(std::vector<int32_t> eos, fields.token_ids("eos_token_id", package.vocab_size));
   append_unique(package.eos_token_ids, eos);
-  OG_ASSIGN_OR_RETURN(std::optional<int32_t> pad, token_id(fields, "pad_token_id"));
-  OG_ASSIGN_OR_RETURN(std::optional<int32_t> bos, token_id(fields, "bos_token_id"));
+  OG_ASSIGN_OR_RETURN(std::optional<int32_t> pad, token_id(fields, "pad_token_id", package.vocab_size));
+  OG_ASSIGN_OR_RETURN(std::optional<int32_t> bos, token_id(fields, "bos_token_id", package.vocab_size));
   if (!package.pad_token_id) package.pad_token_id = pad;
   if (!package.bos_token_id) package.bos_token_id = bos;
   return Status::ok();
@@ -59,9 +62,26 @@ Status read_search(const JsonFields& fields, SearchDefaults& search) {
        {std::pair{"top_k", &search.top_k}, std::pair{"no_repeat_ngram_size", &search.no_repeat_ngram_size},
         std::pair{"max_length", &search.max_length}, std::pair{"max_new_tokens", &search.max_new_tokens},
         std::pair{"min_new_tokens", &search.min_new_tokens}}) {
-    OG_ASSIGN_OR_RETURN(auto value, fields.integer(key));
+    OG_ASSIGN_OR_RETURN(auto value, fields.integer(key, 0));
     fill(*slot, value);
   }
+  return Status::ok();
+}
+
+// A size or count, an integer >= 1 where present (a 0 or a negative one is a broken config): the
+// first of `keys` the config sets. Older Hugging Face families name the same numbers differently
+// (GPT-2, GPT-J, CodeGen: n_layer, n_head, n_embd, n_positions; MPT: n_layers, n_heads, d_model,
+// max_seq_len) — transformers maps them with each config's attribute_map.
+Status read_size(const JsonFields& fields, std::initializer_list<const char*> keys, std::optional<int64_t>& slot) {
+  for (const char* key : keys) {
+    OG_ASSIGN_OR_RETURN(slot, fields.integer(key, 1));
+    if (slot) break;
+  }
+  return Status::ok();
+}
+
+Status read_sizes(const JsonFields& fields, std::initializer_list<std::pair<const char*, std::optional<int64_t>*>> slots) {
+  for (const auto& [key, slot] : slots) OG_RETURN_IF_ERROR(read_size(fields, {key}, *slot));
   return Status::ok();
 }
 
@@ -93,27 +113,17 @@ Status read_genai_config(const fs::path& file, Package& package, std::string& de
   OG_ASSIGN_OR_RETURN(auto filename, decoder.string("filename"));
   decoder_file = filename.value_or("model.onnx");
   OG_RETURN_IF_ERROR(read_decoder_names(decoder, package.names));
-  OG_ASSIGN_OR_RETURN(package.num_layers, decoder.integer("num_hidden_layers"));
-  OG_ASSIGN_OR_RETURN(package.num_heads, decoder.integer("num_attention_heads"));
-  OG_ASSIGN_OR_RETURN(package.num_kv_heads, decoder.integer("num_key_value_heads"));
-  OG_ASSIGN_OR_RETURN(package.head_size, decoder.integer("head_size"));
-  OG_ASSIGN_OR_RETURN(package.vocab_size, model.integer("vocab_size"));
-  OG_ASSIGN_OR_RETURN(auto context, model.integer("context_length"));
+  OG_RETURN_IF_ERROR(read_sizes(decoder, {{"num_hidden_layers", &package.num_layers},
+                                           {"num_attention_heads", &package.num_heads},
+                                           {"num_key_value_heads", &package.num_kv_heads},
+                                           {"head_size", &package.head_size}}));
+  std::optional<int64_t> context;
+  OG_RETURN_IF_ERROR(read_sizes(model, {{"vocab_size", &package.vocab_size}, {"context_length", &context}}));
   package.context_length = context.value_or(0);
+  package.keys = {"model.decoder.num_key_value_heads", "model.decoder.head_size", "model.vocab_size"};
   OG_RETURN_IF_ERROR(read_token_ids(model, package));
   OG_ASSIGN_OR_RETURN(package.past_present_share_buffer, search.boolean("past_present_share_buffer"));
   return read_search(search, package.search);
-}
-
-// The first of `keys` the config sets. Older Hugging Face families name the same numbers
-// differently (GPT-2, GPT-J, CodeGen: n_layer, n_head, n_embd, n_positions; MPT: n_layers,
-// n_heads, d_model, max_seq_len) — transformers maps them with each config's attribute_map.
-Result<std::optional<int64_t>> first_integer(const JsonFields& fields, std::initializer_list<const char*> keys) {
-  for (const char* key : keys) {
-    OG_ASSIGN_OR_RETURN(auto value, fields.integer(key));
-    if (value) return value;
-  }
-  return std::optional<int64_t>();
 }
 
 Status read_hf_config(const fs::path& file, Package& package) {
@@ -123,17 +133,20 @@ Status read_hf_config(const fs::path& file, Package& package) {
   OG_ASSIGN_OR_RETURN(const Json* text_config, top.object("text_config"));
   const bool nested = text_config != nullptr && !json.contains("num_hidden_layers");
   const JsonFields fields(nested ? *text_config : json, where(file, nested ? "text_config." : ""));
-  OG_ASSIGN_OR_RETURN(package.num_layers, first_integer(fields, {"num_hidden_layers", "n_layer", "n_layers"}));
-  OG_ASSIGN_OR_RETURN(package.num_heads, first_integer(fields, {"num_attention_heads", "n_head", "n_heads"}));
-  OG_ASSIGN_OR_RETURN(package.num_kv_heads, fields.integer("num_key_value_heads"));
-  OG_ASSIGN_OR_RETURN(package.head_size, fields.integer("head_dim"));
-  OG_ASSIGN_OR_RETURN(package.vocab_size, fields.integer("vocab_size"));
-  OG_ASSIGN_OR_RETURN(auto hidden, first_integer(fields, {"hidden_size", "n_embd", "d_model"}));
+  std::optional<int64_t> hidden, context;
+  OG_RETURN_IF_ERROR(read_size(fields, {"num_hidden_layers", "n_layer", "n_layers"}, package.num_layers));
+  OG_RETURN_IF_ERROR(read_size(fields, {"num_attention_heads", "n_head", "n_heads"}, package.num_heads));
+  OG_RETURN_IF_ERROR(read_sizes(fields, {{"num_key_value_heads", &package.num_kv_heads},
+                                         {"head_dim", &package.head_size},
+                                         {"vocab_size", &package.vocab_size}}));
+  OG_RETURN_IF_ERROR(read_size(fields, {"hidden_size", "n_embd", "d_model"}, hidden));
+  OG_RETURN_IF_ERROR(read_size(fields, {"max_position_embeddings", "n_positions", "max_seq_len"}, context));
+  const std::string prefix = nested ? "text_config." : "";
+  package.keys = {prefix + (package.num_kv_heads ? "num_key_value_heads" : "num_attention_heads"),
+                  prefix + (package.head_size ? "head_dim" : "hidden_size / num_attention_heads"),
+                  prefix + "vocab_size"};
   if (!package.num_kv_heads) package.num_kv_heads = package.num_heads;
-  if (!package.head_size && hidden && package.num_heads && *package.num_heads > 0) {
-    package.head_size = *hidden / *package.num_heads;
-  }
-  OG_ASSIGN_OR_RETURN(auto context, first_integer(fields, {"max_position_embeddings", "n_positions", "max_seq_len"}));
+  if (!package.head_size && hidden && package.num_heads) package.head_size = *hidden / *package.num_heads;
   package.context_length = context.value_or(0);
   OG_RETURN_IF_ERROR(read_token_ids(fields, package));
   // Top-level ids of a multimodal config describe the whole model; they also count.

@@ -45,6 +45,10 @@ struct Package {
   std::string config_name;           // "genai_config.json" or "config.json"
   DecoderNames names;
   std::optional<int64_t> num_layers, num_heads, num_kv_heads, head_size, vocab_size;
+  // The config keys the last three came from, for messages ("model.decoder.head_size").
+  struct Keys {
+    std::string num_kv_heads, head_size, vocab_size;
+  } keys;
   int64_t context_length = 0;  // 0 when no config gives one
   std::vector<int32_t> eos_token_ids;
   std::optional<int32_t> pad_token_id, bos_token_id;

@@ -1,5 +1,7 @@
 #include "onnx_genai/session.h"
 
+#include <unistd.h>
+
 #include <cstring>
 #include <list>
 #include <mutex>
@@ -147,7 +149,19 @@ void Session::Impl::build_key(const std::vector<Tensor>& given) {
   for (DeviceType d : output_devices) put(static_cast<int64_t>(d));
 }
 
+int64_t arena_limit_bytes(const SessionOptions& options) {
+  if (options.max_arena_bytes > 0) return options.max_arena_bytes;
+  return static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
+}
+
 Status Session::Impl::ensure_arenas(const ExecutionPlan& plan) {
+  const int64_t limit = arena_limit_bytes(options);
+  for (const auto& [bytes, where] : {std::pair{plan.arena_bytes(), "host"}, std::pair{plan.device_arena_bytes(), "device"}}) {
+    if (bytes > limit) {
+      return OG_ERROR("the plan for these input shapes needs a ", bytes, "-byte ", where,
+                      " activation arena, more than the limit of ", limit, " bytes (SessionOptions::max_arena_bytes)");
+    }
+  }
   // On a GPU the host arena is page-locked: its copies to and from the device can be recorded.
   OG_RETURN_IF_ERROR(arena.reserve(device ? device->host_allocator() : cpu_allocator(), plan.arena_bytes()));
   stats.arena_bytes = arena.bytes();

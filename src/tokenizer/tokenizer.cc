@@ -3,9 +3,10 @@
 //   pre-tokenize -> model -> fuse unknowns -> post-process.
 #include "onnx_genai/tokenizer.h"
 
-#include <fstream>
+#include <filesystem>
 #include <unordered_set>
 
+#include "core/file_reader.h"
 #include "tokenizer/added_tokens.h"
 #include "tokenizer/components.h"
 #include "tokenizer/json_reader.h"
@@ -35,15 +36,6 @@ struct Tokenizer::Impl {
 };
 
 namespace {
-
-Result<std::string> read_file(const std::string& path) {
-  std::ifstream file(path, std::ios::binary | std::ios::ate);
-  if (!file) return OG_ERROR("cannot open ", path);
-  std::string text(static_cast<size_t>(file.tellg()), '\0');
-  file.seekg(0);
-  if (!file.read(text.data(), static_cast<std::streamsize>(text.size()))) return OG_ERROR("cannot read ", path);
-  return text;
-}
 
 Result<Json> parse_json(std::string_view text, const std::string& what) {
   Json value = Json::parse(text, nullptr, /*allow_exceptions=*/false);
@@ -261,6 +253,8 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_json(std::string_view tokeniz
   };
 
   OG_ASSIGN_OR_RETURN(impl->model, tokenizer::load_model(model_members, impl->vocab));
+  // A model without tokens would encode every text to nothing, and a caller would go on with that.
+  if (impl->vocab.size() == 0) return OG_ERROR("tokenizer.json: model.vocab is empty");
   OG_ASSIGN_OR_RETURN(impl->normalizer, tokenizer::create_normalizer(field("normalizer")));
   OG_RETURN_IF_ERROR(load_added_tokens(field("added_tokens"), impl->normalizer.get(), *impl));
   OG_ASSIGN_OR_RETURN(impl->pre_tokenizer, tokenizer::create_pre_tokenizer(field("pre_tokenizer")));
@@ -285,7 +279,8 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::load(const std::string& path) {
   const std::string json_path = is_file ? path : dir + "tokenizer.json";
   OG_ASSIGN_OR_RETURN(const std::string tokenizer_json, read_file(json_path));
   std::string config_json;
-  if (std::ifstream probe(dir + "tokenizer_config.json"); probe) {
+  std::error_code absent;
+  if (std::filesystem::exists(dir + "tokenizer_config.json", absent)) {
     OG_ASSIGN_OR_RETURN(config_json, read_file(dir + "tokenizer_config.json"));
   }
   auto result = from_json(tokenizer_json, config_json);

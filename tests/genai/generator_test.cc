@@ -265,6 +265,11 @@ TEST_F(GeneratorTest, PromptLongerThanTheContext) {
   EXPECT_EQ((*g)->tokens(0)[0], 100);
   ASSERT_TRUE((*g)->generate(nullptr).is_ok());
   EXPECT_EQ((*g)->tokens(0).size(), static_cast<size_t>(context));
+
+  params.max_new_tokens = context;  // no prompt token would fit: refused, not cut to one token
+  const Status none_kept = create_error(params);
+  EXPECT_NE(none_kept.message().find("max_new_tokens 256 leaves none of the model's context of 256"), std::string::npos)
+      << none_kept.message();
 }
 
 TEST_F(GeneratorTest, StopsAtTheContext) {

@@ -73,6 +73,27 @@ TEST(SamplingParams, BoundaryValuesAreAccepted) {
   EXPECT_EQ(create_error([](SamplingParams& p) { p.min_p = 0.0f; }), "(no error)");
 }
 
+// Dividing logits by a temperature below ~1e-38 overflows to inf; below 1e-5 the argmax is taken
+// instead, whatever the seed.
+TEST(SamplingParams, TinyTemperaturesTakeTheArgmax) {
+  const std::vector<float> logits = {0.5f, 3.0f, 2.9f, -1.0f};
+  for (const float temperature : {1e-45f, 1e-30f, 9e-6f}) {
+    SamplingParams params;
+    params.temperature = temperature;
+    EXPECT_TRUE(params.is_greedy()) << temperature;
+    for (uint64_t seed = 0; seed < 20; ++seed) {
+      params.seed = seed;
+      Sampler sampler = std::move(Sampler::create(params, 4)).value();
+      auto picked = sampler.sample(logits, {});
+      ASSERT_TRUE(picked.is_ok()) << picked.status().message();
+      EXPECT_EQ(picked->token, 1) << "temperature " << temperature << " seed " << seed;
+    }
+  }
+  SamplingParams warm;
+  warm.temperature = 1e-5f;
+  EXPECT_FALSE(warm.is_greedy());
+}
+
 TEST(SamplingParams, VocabularyDependentChecks) {
   EXPECT_EQ(create_error([](SamplingParams& p) { p.logit_bias = {{10, 1.0f}}; }),
             "sampling parameter logit_bias names token 10, outside the vocabulary [0, 10)");

@@ -4,10 +4,9 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
+#include "core/file_reader.h"
 #include "tokenizer/chat_template/interpreter.h"
 #include "tokenizer/chat_template/lexer.h"
 #include "tokenizer/chat_template/parser.h"
@@ -98,12 +97,11 @@ Result<std::string> render_parsed(const std::string& source, const chat_template
   return interpreter.run(program, global);
 }
 
-Result<std::string> read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return OG_ERROR("cannot read ", path.string());
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+// exists() without the exception: an unreadable folder reads as absent, and the read that follows
+// (if any) names the path.
+bool file_exists(const std::filesystem::path& path) {
+  std::error_code error;
+  return std::filesystem::exists(path, error);
 }
 
 }  // namespace
@@ -171,16 +169,16 @@ Result<ChatTemplates> ChatTemplates::load(const std::string& dir) {
   const std::filesystem::path jinja_path = root / "chat_template.jinja";
   std::vector<std::pair<std::string, std::string>> special_tokens;
   Result<ChatTemplates> from_config = OG_ERROR(dir, ": no tokenizer_config.json chat_template or chat_template.jinja");
-  if (std::filesystem::exists(config_path)) {
-    OG_ASSIGN_OR_RETURN(std::string config, read_file(config_path));
+  if (file_exists(config_path)) {
+    OG_ASSIGN_OR_RETURN(std::string config, read_file(config_path.string()));
     from_config = from_tokenizer_config(config);
-    if (!from_config.is_ok() && !std::filesystem::exists(jinja_path)) {
+    if (!from_config.is_ok() && !file_exists(jinja_path)) {
       return from_config.status().with_context(config_path.string());
     }
     if (from_config.is_ok()) special_tokens = from_config->special_tokens_;
   }
-  if (!std::filesystem::exists(jinja_path)) return from_config;
-  OG_ASSIGN_OR_RETURN(std::string source, read_file(jinja_path));
+  if (!file_exists(jinja_path)) return from_config;
+  OG_ASSIGN_OR_RETURN(std::string source, read_file(jinja_path.string()));
   Result<ChatTemplates> from_jinja = from_source(source, std::move(special_tokens));
   if (!from_jinja.is_ok()) return from_jinja.status().with_context(jinja_path.string());
   return from_jinja;
