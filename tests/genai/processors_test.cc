@@ -95,9 +95,10 @@ TEST(Temperature, DividesLogits) {
   SamplingParams params;
   params.temperature = 0.5f;
   EXPECT_EQ(process(params, {1.0f, 2.0f, -3.0f}), (std::vector<float>{2.0f, 4.0f, -6.0f}));
-  // A tiny temperature saturates at the largest float instead of +inf (whose softmax is NaN).
-  params.temperature = 1e-38f;  // 10 / 1e-38 overflows a float
-  EXPECT_EQ(process(params, {10.0f, 0.0f})[0], FLT_MAX);
+  // A quotient past the float range saturates at the largest float instead of +inf (whose softmax
+  // is NaN). Temperatures below kGreedyBelowTemperature take the argmax and never get here.
+  params.temperature = SamplingParams::kGreedyBelowTemperature;
+  EXPECT_EQ(process(params, {3e38f, 0.0f})[0], FLT_MAX);
 }
 
 TEST(TopK, KeepsTheKLargestAndTiesAtTheBoundary) {
