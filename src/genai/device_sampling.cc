@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "genai/decoder_inputs.h"
-#include "genai/sampling/pick.h"
+#include "sampling/pick.h"
 #include "ops/schema/sampling.h"
 
 namespace onnx_genai::genai {

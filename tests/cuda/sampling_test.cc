@@ -7,7 +7,7 @@
 // 151936, and past 327680 the kernel's path that re-reads the logits instead of caching them.
 // Probes then hold the device's exp to the host's bit for bit, and a perf test times a 152k row.
 //
-// Recipe for another sampling step: its host processor in genai/sampling/, its device twin in
+// Recipe for another sampling step: its host processor in sampling/, its device twin in
 // sampling_kernels.cu, its parameter in sampling_layout.h, and its ranges in sampling_cases.h.
 #include <array>
 #include <cmath>
@@ -15,7 +15,7 @@
 #include <string>
 
 #include "cuda_test_util.h"
-#include "genai/sampling/softmax.h"
+#include "sampling/softmax.h"
 #include "ops/sampling_cases.h"
 
 namespace onnx_genai::testing {

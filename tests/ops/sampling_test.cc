@@ -5,7 +5,7 @@
 // op's contract on shapes and dtypes.
 //
 // Recipe for the op (ops/schema/sampling.h): the schema in ops/schema/sampling.cc, the CPU kernel
-// in ops/cpu/sampling.cc (the Sampler's own code, genai/sampling/), the CUDA kernel in
+// in ops/cpu/sampling.cc (the Sampler's own code, sampling/), the CUDA kernel in
 // ops/cuda/sampling*.{cc,cu}, held to the CPU kernel by tests/cuda/sampling_test.cc over the same
 // cases (sampling_cases.h).
 #include <gtest/gtest.h>
@@ -14,7 +14,7 @@
 #include <optional>
 #include <string>
 
-#include "genai/sampling/pick.h"
+#include "sampling/pick.h"
 #include "ops/op_test_util.h"
 #include "ops/sampling_cases.h"
 

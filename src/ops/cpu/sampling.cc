@@ -1,5 +1,5 @@
 // onnx_genai SampleTokens on the CPU (contract in ops/schema/sampling.h): each row goes through
-// the host Sampler's own code, genai/sampling/ (the chain make_logit_processors builds, then
+// the host Sampler's own code, sampling/ (the chain make_logit_processors builds, then
 // sampling::pick_token at the given uniform), so this kernel is the reference the CUDA kernel is
 // held to. It builds a chain per row and run, which allocates: it runs in tests and on the
 // stand-in device only, never in a CPU session (the generator samples on the host there).
@@ -9,7 +9,7 @@
 #include <span>
 #include <vector>
 
-#include "genai/sampling/pick.h"
+#include "sampling/pick.h"
 #include "ops/cpu/dispatch.h"
 #include "ops/op.h"
 #include "ops/schema/sampling.h"

@@ -41,7 +41,7 @@
 #include <cstdint>
 
 #include "core/cuda/cuda_check.h"
-#include "genai/sampling/softmax_constants.h"
+#include "sampling/softmax_constants.h"
 #include "ops/cuda/device_types.cuh"
 #include "ops/cuda/sampling_kernels.h"
 #include "ops/schema/sampling_layout.h"

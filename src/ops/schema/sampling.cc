@@ -1,7 +1,7 @@
 // Shape inference and validation for onnx_genai SampleTokens (contract in sampling.h).
 #include "ops/schema/sampling.h"
 
-#include "genai/sampling/softmax_constants.h"
+#include "sampling/softmax_constants.h"
 
 namespace onnx_genai {
 

@@ -18,7 +18,7 @@
 // these four fields (the rest at their defaults) samples the row, with the uniform in place of the
 // Sampler's generator: greedy (argmax, ties to the lowest id) when temperature is 0, else the chain
 // make_logit_processors builds, Temperature -> TopK -> TopP -> MinP, and the inverse-CDF draw. The
-// CPU kernel runs that very code (genai/sampling/); the CUDA kernel is held to its tokens (with one
+// CPU kernel runs that very code (sampling/); the CUDA kernel is held to its tokens (with one
 // documented exception: min_p below kSampleMinPExactFloor).
 //
 // Rows the Sampler would fail get a code instead of a token from both kernels (a device kernel

@@ -5,9 +5,9 @@
 #include <cmath>
 #include <functional>
 
-#include "genai/sampling/mass_prefix.h"
-#include "genai/sampling/processors.h"
-#include "genai/sampling/softmax.h"
+#include "sampling/mass_prefix.h"
+#include "sampling/processors.h"
+#include "sampling/softmax.h"
 
 namespace onnx_genai::sampling {
 

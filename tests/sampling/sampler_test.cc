@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "genai/sampling/random.h"
-#include "genai/sampling/softmax.h"
+#include "sampling/random.h"
+#include "sampling/softmax.h"
 #include "sampling_test_util.h"
 
 namespace onnx_genai {

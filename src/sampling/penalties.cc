@@ -1,6 +1,6 @@
 // Penalties and biases: they edit only the tokens named by the history or the parameters, so a step
 // costs O(history), never O(vocabulary).
-#include "genai/sampling/processors.h"
+#include "sampling/processors.h"
 
 namespace onnx_genai::sampling {
 namespace {

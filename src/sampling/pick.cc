@@ -1,9 +1,9 @@
-#include "genai/sampling/pick.h"
+#include "sampling/pick.h"
 
 #include <algorithm>
 #include <limits>
 
-#include "genai/sampling/softmax.h"
+#include "sampling/softmax.h"
 
 namespace onnx_genai::sampling {
 

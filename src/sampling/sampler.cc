@@ -5,9 +5,9 @@
 #include <random>
 #include <ranges>
 
-#include "genai/sampling/pick.h"
-#include "genai/sampling/random.h"
-#include "genai/sampling/softmax.h"
+#include "sampling/pick.h"
+#include "sampling/random.h"
+#include "sampling/softmax.h"
 #include "onnx_genai/sampling.h"
 
 namespace onnx_genai {

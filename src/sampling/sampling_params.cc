@@ -2,7 +2,7 @@
 #include <cmath>
 #include <limits>
 
-#include "genai/sampling/processors.h"
+#include "sampling/processors.h"
 #include "onnx_genai/sampling.h"
 
 namespace onnx_genai {

@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "genai/sampling/processors.h"
+#include "sampling/processors.h"
 
 namespace onnx_genai::sampling {
 

@@ -14,7 +14,7 @@
 #include <span>
 #include <vector>
 
-#include "genai/sampling/softmax_constants.h"
+#include "sampling/softmax_constants.h"
 
 namespace onnx_genai::sampling {
 
