@@ -24,7 +24,8 @@ class OpRegistry;
   X(attention)            \
   X(rotary)               \
   X(activation)           \
-  X(sampling)
+  X(sampling)             \
+  X(paged_attention)
 
 #define OG_DECLARE_FAMILY(family)                  \
   void register_##family##_schemas(OpRegistry&);   \
