@@ -60,6 +60,11 @@ struct ModelOptions {
   // Compute logits only at the positions the generator samples from (a prompt's last), not at
   // every prompt position as the graph's LM head would (src/genai/logit_rows.h).
   bool select_logit_rows = true;
+  // > 0: the KV cache is a pool of blocks of this many positions shared by many sequences (the
+  // serving Engine, onnx_genai/engine.h): attention is rewritten at load to read it through block
+  // tables. A graph whose attention cannot be rewritten keeps per-sequence caches, and
+  // ModelInfo::paged_kv_unavailable says why. 0: one contiguous cache per Generator.
+  int64_t kv_block_size = 0;
 };
 
 // What loading found out about the model.
@@ -76,6 +81,8 @@ struct ModelInfo {
   int32_t pad_token_id = 0;
   // Config values the decoder graph contradicts, one line each; the graph's values are used.
   std::vector<std::string> warnings;
+  bool paged_kv = false;             // attention reads a block pool (ModelOptions::kv_block_size)
+  std::string paged_kv_unavailable;  // why not, when kv_block_size asked for it
 };
 
 struct GeneratorParams {
@@ -91,8 +98,9 @@ struct GeneratorParams {
   bool skip_special_tokens = true;   // in the text stream
 };
 
-enum class FinishReason { kNone, kEos, kStopString, kLength };
-std::string_view finish_reason_name(FinishReason reason);  // "none", "eos", "stop", "length"
+enum class FinishReason { kNone, kEos, kStopString, kLength, kAborted };
+// "none", "eos", "stop", "length", "abort"
+std::string_view finish_reason_name(FinishReason reason);
 
 struct GenerationStats {
   int64_t prefill_tokens = 0;   // prompt tokens fed (padding excluded), all sequences

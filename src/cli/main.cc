@@ -4,6 +4,7 @@
 //   tokenize [MODEL] [--text TEXT] [--ids] [--no-special] [--decode 1,2,3] (cli/tokenize_command.h)
 //   show [MODEL] (cli/show_command.h)
 //   bench [MODEL] --prompt-len P --gen-len G [--repeat R] [--threads N] [--json] (cli/bench_command.h)
+//   bench-serve [MODEL] [--num-requests N] [--concurrency C | --request-rate R] ... (cli/bench_serve_command.h)
 //   run [MODEL] [--system TEXT] [--greedy] [--max-new-tokens N] [--threads N] (cli/run_command.h)
 //   eval-ppl [MODEL] --text FILE [--window N] [--stride N] [--threads N] [--json] (cli/eval_ppl_command.h)
 // Any error prints one line to stderr and exits with status 1 (generate: 2 for bad input); so does
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "cli/bench_command.h"
+#include "cli/bench_serve_command.h"
 #include "cli/eval_ppl_command.h"
 #include "cli/exec_command.h"
 #include "cli/generate_command.h"
@@ -66,6 +68,16 @@ constexpr const char* kUsage =
     "         the CUDA graph counters\n"
     "  --cuda-graphs (generate, bench, run, eval-ppl): on a GPU, record repeated runs of device steps as\n"
     "         CUDA graphs and replay them (default on); off launches every kernel on its own\n"
+    "usage: onnx-genai bench-serve [MODEL] [--num-requests N] [--concurrency C | --request-rate R] [--prompt-len P]\n"
+    "         [--gen-len G] [--range F] [--shared-prefix-len S] [--seed N] [--slo-ttft-ms X] [--slo-tpot-ms Y]\n"
+    "         [--block-size B] [--kv-cache-memory BYTES] [--max-num-batched-tokens N] [--max-num-seqs N]\n"
+    "         [--no-prefix-caching] [--threads N] [--device cpu|cuda[:N]] [--json]\n"
+    "  bench-serve  N requests (default 64) on the serving engine (continuous batching, paged KV, prefix\n"
+    "         caching): random prompt / output lengths within +-F (default 0.5) of P (128) and G (64), all\n"
+    "         starting with S shared random tokens, kept C at a time (default 8) or arriving by a Poisson\n"
+    "         process of R per second; greedy, eos ignored, after an unmeasured warm-up. Prints output and\n"
+    "         total tok/s, req/s, goodput under the TTFT / TPOT objectives (default 1000 / 100 ms), TTFT,\n"
+    "         TPOT, ITL and end-to-end latency (mean, p50, p90, p99), KV waste, preemptions, prefix hits\n"
     "usage: onnx-genai run [MODEL] [--system TEXT] [--greedy] [--max-new-tokens N] [--threads N] [--device cpu|cuda[:N]]\n"
     "         [--max-input-bytes N]\n"
     "  run    chat with the model (its chat template), one line per user turn; /help lists the commands\n"
@@ -94,6 +106,7 @@ int run_command(const std::vector<std::string>& args) {
   if (args[0] == "tokenize") return onnx_genai::cli::run_tokenize(std::span(args).subspan(1));
   if (args[0] == "show") return onnx_genai::cli::run_show(std::span(args).subspan(1));
   if (args[0] == "bench") return onnx_genai::cli::run_bench(std::span(args).subspan(1));
+  if (args[0] == "bench-serve") return onnx_genai::cli::run_bench_serve(std::span(args).subspan(1));
   if (args[0] == "run") return onnx_genai::cli::run_chat(std::span(args).subspan(1));
   if (args[0] == "eval-ppl") return onnx_genai::cli::run_eval_ppl(std::span(args).subspan(1));
   if (args[0] != "exec") return fail("unknown subcommand '" + args[0] + "' (try --help)");

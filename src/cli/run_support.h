@@ -12,6 +12,7 @@
 #include <string>
 #include <system_error>
 #include <type_traits>
+#include <vector>
 
 #include "onnx_genai/genai.h"
 #include "onnx_genai/status.h"
@@ -79,6 +80,9 @@ Status check_utf8(std::string_view text, std::string_view what);
 // --threads N and --device cpu|cuda[:N], taken by every command that loads a model, written
 // straight into the options it loads the model with.
 void add_model_options(OptionTable& table, genai::ModelOptions& model);
+
+// The nearest-rank p-th percentile (p in [0, 100]) of `values`; 0 when empty. For the benchmarks.
+double percentile(std::vector<double> values, double p);
 
 // `given`, else the model folder shipped with the sources (an error naming `command` when absent).
 Result<std::string> resolve_model_dir(const std::string& given, const std::string& command);

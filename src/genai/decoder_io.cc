@@ -82,8 +82,18 @@ std::string dims_text(const IoInfo& io) {
 
 bool is_integer_input(DType dtype) { return dtype == DType::kI64 || dtype == DType::kI32; }
 
-Status assign_input_roles(const std::vector<IoInfo>& inputs, const DecoderNames& names, DecoderIo& io,
-                          std::map<KvSlot, size_t>& pasts) {
+// The paged graph's cache input `name`, as a layer's key or value.
+std::optional<KvSlot> paged_cache_slot(const PagedRewrite* paged, const std::string& name) {
+  if (paged == nullptr) return std::nullopt;
+  for (size_t layer = 0; layer < paged->layers.size(); ++layer) {
+    const PagedLayer& l = paged->layers[layer];
+    if (name == l.key_cache || name == l.value_cache) return KvSlot{static_cast<int64_t>(layer), name == l.value_cache};
+  }
+  return std::nullopt;
+}
+
+Status assign_input_roles(const std::vector<IoInfo>& inputs, const DecoderNames& names, const GraphFacts& facts,
+                          DecoderIo& io, std::map<KvSlot, size_t>& pasts) {
   const std::string ids_name = or_default(names.input_ids, "input_ids");
   const std::string mask_name = or_default(names.attention_mask, "attention_mask");
   const std::string positions_name = or_default(names.position_ids, "position_ids");
@@ -107,6 +117,13 @@ Status assign_input_roles(const std::vector<IoInfo>& inputs, const DecoderNames&
       io.logit_rows_width = in.dims.size() == 3 ? in.dims[2] : 0;
     } else if (in.name == kSamplingParamsInput || in.name == kSamplingUniformsInput) {
       io.roles.push_back(in.name == kSamplingParamsInput ? InputRole::kSamplingParams : InputRole::kSamplingUniforms);
+    } else if (in.name == kBlockTablesInput || in.name == kQueryStartsInput || in.name == kSeqLensInput) {
+      io.roles.push_back(in.name == kBlockTablesInput ? InputRole::kBlockTables
+                         : in.name == kQueryStartsInput ? InputRole::kQueryStarts
+                                                        : InputRole::kSeqLens);
+    } else if (auto paged_slot = paged_cache_slot(facts.paged, in.name)) {
+      pasts.emplace(*paged_slot, i);
+      io.roles.push_back(InputRole::kPagedCache);
     } else if (in.name == "use_cache_branch") {
       if (in.dtype != DType::kBool) {
         return OG_ERROR("decoder input 'use_cache_branch' must be bool, got ", dtype_name(in.dtype));
@@ -221,6 +238,27 @@ Status bind_caches(const std::vector<IoInfo>& inputs, const std::vector<IoInfo>&
   return check_cache_shapes(inputs, outputs, package, io);
 }
 
+// The paged graph's pools pair with their outputs by the rewrite's names; their dims are the
+// rewrite's.
+Status bind_paged_caches(const std::vector<IoInfo>& outputs, const PagedRewrite& paged,
+                         const std::map<KvSlot, size_t>& pools, DecoderIo& io) {
+  for (const auto& [slot, input] : pools) {
+    const PagedLayer& layer = paged.layers[static_cast<size_t>(slot.layer)];
+    const std::string& out_name = slot.is_value ? layer.value_cache_out : layer.key_cache_out;
+    const auto out = std::find_if(outputs.begin(), outputs.end(), [&](const IoInfo& o) { return o.name == out_name; });
+    if (out == outputs.end()) return OG_ERROR("the paged decoder has no output named '", out_name, "'");
+    io.kv.push_back(KvBinding{slot.layer, slot.is_value, input, static_cast<size_t>(out - outputs.begin())});
+  }
+  io.num_layers = static_cast<int64_t>(paged.layers.size());
+  if (io.kv.size() != 2 * paged.layers.size()) return OG_ERROR("the paged decoder lacks some of its cache inputs");
+  io.kv_dtype = paged.kv_dtype;
+  io.kv_heads = paged.kv_heads;
+  io.head_size = paged.head_size;
+  io.paged = true;
+  io.shared_buffer = io.right_padding = true;
+  return Status::ok();
+}
+
 Status find_logits(const std::vector<IoInfo>& outputs, const Package& package, DecoderIo& io) {
   const std::string name = or_default(package.names.logits, "logits");
   const auto it = std::find_if(outputs.begin(), outputs.end(), [&](const IoInfo& o) { return o.name == name; });
@@ -277,13 +315,17 @@ Result<DecoderIo> derive_decoder_io(const std::vector<IoInfo>& inputs, const std
                                     const Package& package, const GraphFacts& facts) {
   DecoderIo io;
   std::map<KvSlot, size_t> pasts;
-  OG_RETURN_IF_ERROR(assign_input_roles(inputs, package.names, io, pasts));
-  OG_RETURN_IF_ERROR(bind_caches(inputs, outputs, package, pasts, io));
+  OG_RETURN_IF_ERROR(assign_input_roles(inputs, package.names, facts, io, pasts));
+  if (facts.paged != nullptr) {
+    OG_RETURN_IF_ERROR(bind_paged_caches(outputs, *facts.paged, pasts, io));
+  } else {
+    OG_RETURN_IF_ERROR(bind_caches(inputs, outputs, package, pasts, io));
+  }
   OG_RETURN_IF_ERROR(find_logits(outputs, package, io));
   if (io.vocab_size <= 0) {
     return OG_ERROR("the vocabulary size is neither in the logits' declared shape nor in ", package.config_name);
   }
-  choose_cache_discipline(inputs, outputs, package, facts, io);
+  if (!io.paged) choose_cache_discipline(inputs, outputs, package, facts, io);
   return io;
 }
 

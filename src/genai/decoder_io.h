@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "genai/package.h"
+#include "runtime/paged_attention_pass.h"
 #include "onnx_genai/session.h"
 
 namespace onnx_genai::genai {
@@ -43,6 +44,12 @@ enum class InputRole {
   kLogitRows,
   kSamplingParams,
   kSamplingUniforms,
+  // The paged graph's (runtime/paged_attention_pass.h): block tables, per-sequence token offsets
+  // and lengths, and per layer a key or value block pool (bound to kv like a past input).
+  kBlockTables,
+  kQueryStarts,
+  kSeqLens,
+  kPagedCache,
 };
 
 struct KvBinding {
@@ -58,6 +65,8 @@ struct GraphFacts {
   // attention_mask only feeds a ReduceSum and, through its Shape, GroupQueryAttention's
   // total_sequence_length (onnxruntime-genai's builder graphs)
   bool mask_only_sets_lengths = false;
+  // Set when the graph was rewritten to paged attention: its cache inputs and outputs per layer.
+  const PagedRewrite* paged = nullptr;
 };
 
 struct DecoderIo {
@@ -73,6 +82,7 @@ struct DecoderIo {
   int64_t kv_heads = 0, head_size = 0;
   bool shared_buffer = false;  // present written into past's storage
   bool right_padding = false;  // rows start at cache slot 0 (attention uses each row's length)
+  bool paged = false;          // packed rows over block pools (kv binds each pool and its output)
   int64_t logit_rows_width = 0;  // the hidden size a kLogitRows input repeats each position over
   std::vector<std::string> warnings;  // config values the graph contradicts (the graph's are used)
 

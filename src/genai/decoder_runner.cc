@@ -7,16 +7,6 @@
 
 namespace onnx_genai::genai {
 
-namespace {
-
-template <typename T>
-void widen(const T* row, int64_t n, std::vector<float>& out) {
-  out.resize(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i)] = static_cast<float>(row[i]);
-}
-
-}  // namespace
-
 DecoderRunner::DecoderRunner(Session& session, const DecoderIo& io, int32_t pad_token_id, bool mask_at_capacity)
     : session_(session), io_(io), pad_token_id_(pad_token_id), mask_at_capacity_(mask_at_capacity),
       inputs_(session.inputs().size()),
@@ -132,6 +122,11 @@ Status DecoderRunner::fill_inputs(std::span<const RunRow> rows, int64_t width, i
       case InputRole::kSamplingUniforms:
         OG_RETURN_IF_ERROR(fill_sampling_input(t, io_.roles[i], sampling_params_, uniforms_));
         break;
+      case InputRole::kBlockTables:
+      case InputRole::kQueryStarts:
+      case InputRole::kSeqLens:
+      case InputRole::kPagedCache:
+        return OG_ERROR("internal error: a paged decoder is run by the serving engine, not the Generator");
     }
   }
   return Status::ok();
@@ -227,12 +222,7 @@ Status DecoderRunner::collect(std::span<const RunRow> rows, size_t first, int64_
       continue;  // the logits stay on the device: no token follows this run for the other rows
     }
     const int64_t offset = (b * positions + position) * vocab;
-    std::vector<float>& out = last.logits[slot];
-    switch (logits.dtype()) {
-      case DType::kF16: widen(logits.data<Float16>() + offset, vocab, out); break;
-      case DType::kBF16: widen(logits.data<BFloat16>() + offset, vocab, out); break;
-      default: widen(logits.data<float>() + offset, vocab, out); break;
-    }
+    read_logit_row(logits, offset, vocab, last.logits[slot]);
   }
   return Status::ok();
 }

@@ -102,6 +102,7 @@ std::string_view finish_reason_name(FinishReason reason) {
     case FinishReason::kEos: return "eos";
     case FinishReason::kStopString: return "stop";
     case FinishReason::kLength: return "length";
+    case FinishReason::kAborted: return "abort";
     case FinishReason::kNone: break;
   }
   return "none";
@@ -140,6 +141,10 @@ struct Generator::Impl {
 
 Result<std::unique_ptr<Generator>> Generator::create(const Model& model, const GeneratorParams& params) {
   const ModelParts& parts = *model.impl_;
+  if (parts.io.paged) {
+    return OG_ERROR("generator: the model was loaded with a paged KV cache (kv_block_size) for the serving Engine; "
+                    "load it without one, or use genai::Engine");
+  }
   OG_RETURN_IF_ERROR(check_params(params, parts));
   GeneratorParams fitted = params;
   for (size_t b = 0; b < fitted.prompts.size(); ++b) {

@@ -124,7 +124,12 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelO
   OG_ASSIGN_OR_RETURN(impl->package, load_package(path, options.onnx_file));
   const std::string file = impl->package.model_file.string();
   OG_ASSIGN_OR_RETURN(std::shared_ptr<::onnx_genai::Model> graph_model, load_onnx_model(file));
-  const GraphFacts facts = read_graph_facts(*graph_model->graph, impl->package);
+  GraphFacts facts = read_graph_facts(*graph_model->graph, impl->package);
+  if (options.kv_block_size > 0) {
+    OG_ASSIGN_OR_RETURN(impl->paged, rewrite_to_paged_attention(*graph_model->graph, options.kv_block_size));
+    if (impl->paged.rewritten) facts.paged = &impl->paged;
+    impl->kv_block_size = options.kv_block_size;
+  }
   const std::string logits_name = impl->package.names.logits.empty() ? "logits" : impl->package.names.logits;
   if (options.select_logit_rows) {
     OG_RETURN_IF_ERROR(select_logit_rows(*graph_model->graph, logits_name).status().with_context(file));
@@ -153,6 +158,8 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelO
     OG_ASSIGN_OR_RETURN(impl->tokenizer, Tokenizer::load(impl->package.dir.string()));
   }
   impl->info = describe(*impl);
+  impl->info.paged_kv = impl->io.paged;
+  if (options.kv_block_size > 0 && !impl->io.paged) impl->info.paged_kv_unavailable = impl->paged.reason;
   impl->kv_options.preallocate = options.preallocate_kv;
   impl->kv_options.initial_capacity = options.initial_kv_capacity;
   impl->decode_mask_at_capacity =

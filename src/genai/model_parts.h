@@ -23,6 +23,8 @@ struct ModelParts {
   ModelInfo info;
   KvCacheOptions kv_options;
   bool decode_mask_at_capacity = false;  // ModelOptions::decode_mask_at_capacity, resolved
+  PagedRewrite paged;  // the paged-attention rewrite's result (ModelOptions::kv_block_size)
+  int64_t kv_block_size = 0;
   std::unique_ptr<Tokenizer> tokenizer;
   // Loaded on first use: a package may have a template that only --chat needs.
   mutable std::optional<Result<ChatTemplates>> chat_templates;

@@ -120,6 +120,11 @@ class WindowRunner {
         case InputRole::kSamplingUniforms:
           OG_RETURN_IF_ERROR(fill_no_sampling(t, io_.roles[i], 1));  // scores need no token
           break;
+        case InputRole::kBlockTables:
+        case InputRole::kQueryStarts:
+        case InputRole::kSeqLens:
+        case InputRole::kPagedCache:
+          return OG_ERROR("perplexity: the model was loaded with a paged KV cache (kv_block_size); load it without");
       }
     }
     return Status::ok();
@@ -185,6 +190,7 @@ std::vector<ScoredWindow> plan_windows(int64_t tokens, int64_t window, int64_t s
 Result<PerplexityOptions> resolve_perplexity_options(const Model& model, std::span<const int32_t> tokens,
                                                      const PerplexityOptions& options) {
   const ModelParts& parts = ModelAccess::parts(model);
+  if (parts.io.paged) return OG_ERROR("perplexity: the model was loaded with a paged KV cache (kv_block_size); load it without");
   const int64_t context = parts.info.context_length;
   PerplexityOptions resolved = options;
   if (resolved.window == 0) resolved.window = context > 0 ? std::min(context, kDefaultWindow) : kDefaultWindow;

@@ -224,6 +224,37 @@ TEST_F(CliCommands, BenchJsonHasPositiveNumbers) {
   EXPECT_NEAR(steps["decode_step_ms"].get<double>(), 1e3 / steps["decode_tok_s"].get<double>(), 1e-6);
 }
 
+TEST_F(CliCommands, BenchServeReportsEveryRequest) {
+  const CommandResult r = cli("bench-serve " + shell_quote(dir_.string()) +
+                              " --num-requests 6 --concurrency 3 --prompt-len 12 --gen-len 5 --threads 1 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json report = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(report.is_object()) << r.out;
+  EXPECT_EQ(report["requests"], 6);
+  EXPECT_TRUE(report["paged"].get<bool>());
+  const double seconds = report["seconds"].get<double>();
+  ASSERT_GT(seconds, 0.0);
+  EXPECT_GT(report["output_tok_s"].get<double>(), 0.0);
+  EXPECT_NEAR(report["request_s"].get<double>(), 6 / seconds, 1e-6);
+  for (const char* key : {"ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"}) {
+    const nlohmann::json& d = report[key];
+    EXPECT_LE(d["p50"].get<double>(), d["p90"].get<double>()) << key;
+    EXPECT_LE(d["p90"].get<double>(), d["p99"].get<double>()) << key;
+    EXPECT_GE(d["p50"].get<double>(), 0.0) << key;
+  }
+  EXPECT_LE(report["e2e_ms"]["p99"].get<double>(), seconds * 1e3);
+  EXPECT_GE(report["kv_waste"].get<double>(), 0.0);
+  EXPECT_LT(report["kv_waste"].get<double>(), 1.0);
+  // A shared prefix two blocks long is found cached by every request after the first.
+  const CommandResult prefixed = cli("bench-serve " + shell_quote(dir_.string()) +
+                                     " --num-requests 4 --concurrency 1 --prompt-len 8 --gen-len 3 --range 0"
+                                     " --shared-prefix-len 40 --block-size 16 --threads 1 --json");
+  ASSERT_EQ(prefixed.exit_code, 0) << prefixed.err;
+  const nlohmann::json p = nlohmann::json::parse(prefixed.out, nullptr, false);
+  ASSERT_TRUE(p.is_object()) << prefixed.out;
+  EXPECT_EQ(p["cached_prompt_tokens"], 3 * 32);
+}
+
 TEST_F(CliCommands, RunAnswersOverAPipe) {
   const std::string run =
       "run " + shell_quote(dir_.string()) + " --greedy --max-new-tokens " + std::to_string(kNewTokens);
@@ -270,6 +301,9 @@ TEST_F(CliCommands, BadInputExitsTwoWithOneLine) {
                    "--prompt-len 100 + --gen-len 20 x --step-tokens 8 exceeds the context length 256");
   expect_bad_input("bench " + model + " --cuda-graphs maybe", "--cuda-graphs wants on or off, got 'maybe'");
   expect_bad_input("bench " + shell_quote(empty.string()), "no genai_config.json or config.json");
+  expect_bad_input("bench-serve " + model + " --concurrency 0", "--concurrency wants an integer in [1, 65536], got '0'");
+  expect_bad_input("bench-serve " + model + " --range 1.5", "--range wants a number in [0, 0.99], got '1.5'");
+  expect_bad_input("bench-serve " + model + " --prompt-len 300 --range 0 --num-requests 1", "context holds 256");
   expect_bad_input("run " + model + " --bogus", "unknown option '--bogus'");
   expect_bad_input("run " + shell_quote(int4_dir_.string()), "has no tokenizer.json");
 }

@@ -233,8 +233,11 @@ Status PagedAttentionKernel::run_typed(const KernelContext& ctx) const {
   OG_RETURN_IF_ERROR(map_tokens(ctx, token_seq));
   const T* key_in = ctx.input(P::kKeyCache).ptr<const T>();
   const T* value_in = ctx.input(P::kValueCache).ptr<const T>();
-  T* key_cache = ctx.output(P::kKeyCacheOut).ptr<T>();
-  T* value_cache = ctx.output(P::kValueCacheOut).ptr<T>();
+  const auto bound_output = [&](int i) {
+    return i < static_cast<int>(ctx.outputs.size()) ? ctx.output(i).ptr<T>() : nullptr;
+  };
+  T* key_cache = bound_output(P::kKeyCacheOut);
+  T* value_cache = bound_output(P::kValueCacheOut);
   // Without outputs bound, the new rows go into the inputs' storage (the caller's cache).
   if (key_cache == nullptr) key_cache = const_cast<T*>(key_in);
   if (value_cache == nullptr) value_cache = const_cast<T*>(value_in);

@@ -249,8 +249,11 @@ class MatMulNBitsKernel final : public OpKernel {
   void multiply(const QWeights& w, const PackedA& a, float* panels, float* y, ThreadPool* pool) const {
     const int64_t n = params_.n;
     if (int8_ || m_ == 1) {
-      // A piece of N streams at least ~32 KiB of codes, and M x N outputs' worth of dot products.
-      const int64_t min_rows = std::max<int64_t>(1, (int64_t{1} << 18) / (params_.k * params_.bits * m_));
+      // A piece of N streams at least ~32 KiB of codes. Not scaled by M: where the pieces start
+      // decides how columns group into register tiles, whose sums round differently, so a row's
+      // result would otherwise depend on how many other rows share the call (the serving engine
+      // batches sequences and needs each one's logits unchanged).
+      const int64_t min_rows = std::max<int64_t>(1, (int64_t{1} << 18) / (params_.k * params_.bits));
       parallel_for(pool, n, min_rows, [&](int64_t n0, int64_t n1) {
         if (int8_) kernels_->gemm_int8(w, a, n0, n1, y + n0, n);
         else kernels_->gemv(w, a, n0, n1, y + n0);

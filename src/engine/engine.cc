@@ -1,0 +1,365 @@
+// genai::Engine (include/onnx_genai/engine.h): requests in, one scheduled decoder run per step,
+// tokens out.
+#include "onnx_genai/engine.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <mutex>
+
+#include "engine/kv_block_pool.h"
+#include "engine/paged_runner.h"
+#include "engine/request.h"
+#include "engine/scheduler.h"
+#include "genai/generator.h"
+#include "genai/model_parts.h"
+
+namespace onnx_genai::genai {
+
+using engine::KvBlockPool;
+using engine::PagedRunner;
+using engine::Request;
+using engine::ScheduledRun;
+using engine::Scheduler;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// Positions a request may ever occupy: the context, else what the rotary tables cover.
+int64_t context_positions(const ModelParts& parts) {
+  constexpr int64_t kUnknownContext = 4096;
+  if (parts.info.context_length > 0) return parts.info.context_length;
+  return parts.paged.rotary_rows > 0 ? parts.paged.rotary_rows : kUnknownContext;
+}
+
+Status check_options(const EngineOptions& o) {
+  if (o.block_size < 1 || o.block_size > 1024) return OG_ERROR("engine: block_size must be in [1, 1024], got ", o.block_size);
+  if (o.max_num_batched_tokens < 1 || o.max_num_seqs < 1) {
+    return OG_ERROR("engine: max_num_batched_tokens and max_num_seqs must be positive, got ", o.max_num_batched_tokens,
+                    " and ", o.max_num_seqs);
+  }
+  if (o.kv_cache_memory < 0) return OG_ERROR("engine: kv_cache_memory must be >= 0 bytes, got ", o.kv_cache_memory);
+  if (!(o.kv_cache_fraction > 0.0 && o.kv_cache_fraction <= 1.0)) {
+    return OG_ERROR("engine: kv_cache_fraction must be in (0, 1], got ", o.kv_cache_fraction);
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+struct Engine::Impl {
+  std::unique_ptr<Model> model;
+  const ModelParts* parts = nullptr;
+  EngineOptions options;
+  int64_t max_positions = 0;  // per request
+  std::unique_ptr<KvBlockPool> pool;
+  std::unique_ptr<Scheduler> scheduler;
+  std::unique_ptr<PagedRunner> runner;
+  std::map<uint64_t, std::unique_ptr<Request>> requests;  // admitted to the step loop
+  std::vector<std::vector<float>> logits;                 // per sampling run of the step
+  EngineStats stats;
+
+  // Filled by other threads, drained by step().
+  mutable std::mutex inbox_mutex;
+  std::vector<std::unique_ptr<Request>> inbox;
+  std::vector<uint64_t> aborted;
+  std::atomic<uint64_t> next_id{1};
+
+  Status size_pool();
+  Result<std::unique_ptr<Request>> make_request(std::vector<int32_t> prompt, const RequestParams& params) const;
+  void drain_inbox(std::vector<RequestOutput>& outputs);
+  Status step_paged(std::vector<RequestOutput>& outputs);
+  Status step_per_request(std::vector<RequestOutput>& outputs);
+  Status after_token(Request& r, int32_t token);
+  Status finish(Request& r, FinishReason reason);
+  RequestOutput report(Request& r) const;
+  void retire(uint64_t id);
+};
+
+Status Engine::Impl::size_pool() {
+  const DecoderIo& io = parts->io;
+  const int64_t bs = options.block_size;
+  const int64_t per_block = PagedRunner::block_bytes(io, bs);
+  const int64_t max_blocks_per_seq = (max_positions + bs - 1) / bs;
+  int64_t blocks = 0;
+  if (options.kv_cache_memory > 0) {
+    blocks = options.kv_cache_memory / per_block;
+  } else if (parts->session->device().type != DeviceType::kCpu) {
+    const auto free = static_cast<double>(parts->session->allocator().free_bytes());
+    blocks = static_cast<int64_t>(free * options.kv_cache_fraction) / per_block;
+  } else {
+    blocks = static_cast<int64_t>(std::ceil(options.kv_cache_fraction * static_cast<double>(options.max_num_seqs) *
+                                            static_cast<double>(max_blocks_per_seq)));
+  }
+  if (blocks < 1) {
+    return OG_ERROR("engine: the KV cache budget holds no block (", per_block, " bytes per block of ", bs, " positions)");
+  }
+  pool = std::make_unique<KvBlockPool>(blocks, bs, options.prefix_caching);
+  scheduler = std::make_unique<Scheduler>(
+      engine::SchedulerLimits{options.max_num_batched_tokens, options.max_num_seqs, max_blocks_per_seq}, *pool);
+  OG_ASSIGN_OR_RETURN(runner, PagedRunner::create(*parts, engine::PagedRunnerLimits{blocks, bs, options.max_num_seqs,
+                                                                                     options.max_num_batched_tokens,
+                                                                                     max_blocks_per_seq}));
+  return Status::ok();
+}
+
+Result<std::unique_ptr<Engine>> Engine::load(const std::string& path, const EngineOptions& options) {
+  OG_RETURN_IF_ERROR(check_options(options));
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  ModelOptions model_options = options.model;
+  model_options.kv_block_size = options.block_size;
+  OG_ASSIGN_OR_RETURN(impl->model, Model::load(path, model_options));
+  impl->parts = &ModelAccess::parts(*impl->model);
+  impl->max_positions = context_positions(*impl->parts);
+  impl->stats.paged = impl->parts->io.paged;
+  impl->stats.block_size = options.block_size;
+  if (impl->parts->io.paged) OG_RETURN_IF_ERROR(impl->size_pool());
+  return std::unique_ptr<Engine>(new Engine(std::move(impl)));
+}
+
+Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Engine::~Engine() = default;
+
+const Model& Engine::model() const { return *impl_->model; }
+
+Result<std::unique_ptr<Request>> Engine::Impl::make_request(std::vector<int32_t> prompt, const RequestParams& params) const {
+  const int64_t vocab = parts->io.vocab_size;
+  if (prompt.empty()) return OG_ERROR("request: the prompt is empty");
+  for (size_t i = 0; i < prompt.size(); ++i) {
+    if (prompt[i] < 0 || prompt[i] >= vocab) {
+      return OG_ERROR("request: prompt token ", i, " is ", prompt[i], ", outside the vocabulary [0, ", vocab, ")");
+    }
+  }
+  if (params.max_new_tokens < 0 || params.min_new_tokens < 0 || params.max_length < 0) {
+    return OG_ERROR("request: max_new_tokens, min_new_tokens and max_length must be >= 0");
+  }
+  for (const std::string& stop : params.stop_strings) {
+    if (stop.empty()) return OG_ERROR("request: stop strings must not be empty");
+  }
+  if (!params.stop_strings.empty() && !parts->tokenizer) {
+    return OG_ERROR("request: stop strings need the model's tokenizer.json, which the package lacks");
+  }
+  const auto length = static_cast<int64_t>(prompt.size());
+  if (length >= max_positions) {
+    return OG_ERROR("request: the prompt has ", length, " tokens; the model's context holds ", max_positions,
+                    " including at least one new token");
+  }
+  if (pool) {
+    // The most positions it can reach must fit the pool, or it could wait forever.
+    int64_t most = max_positions;
+    if (params.max_new_tokens > 0) most = std::min(most, length + params.max_new_tokens);
+    if (params.max_length > 0) most = std::min(most, std::max(params.max_length, length + 1));
+    const int64_t blocks = (most + pool->block_size() - 1) / pool->block_size();
+    if (blocks > pool->num_blocks()) {
+      return OG_ERROR("request: up to ", most, " positions need ", blocks, " KV blocks; the pool has ", pool->num_blocks(),
+                      " (raise the KV cache memory or lower max_new_tokens)");
+    }
+  }
+  auto r = std::make_unique<Request>();
+  r->params = params;
+  r->priority = params.priority;
+  r->cache_salt = params.cache_salt;
+  r->prompt_length = length;
+  r->tokens = std::move(prompt);
+  const int64_t min_new_tokens = params.ignore_eos ? 0 : params.min_new_tokens;
+  OG_ASSIGN_OR_RETURN(LogitProcessorChain chain,
+                      make_generation_chain(params.sampling, min_new_tokens, parts->info.eos_token_ids));
+  OG_ASSIGN_OR_RETURN(Sampler sampler, Sampler::create(params.sampling, static_cast<int32_t>(vocab), std::move(chain)));
+  r->sampler.emplace(std::move(sampler));
+  if (parts->tokenizer) r->text.emplace(*parts->tokenizer, r->params.stop_strings, params.skip_special_tokens);
+  return r;
+}
+
+Result<uint64_t> Engine::add_request(std::vector<int32_t> prompt, const RequestParams& params) {
+  OG_ASSIGN_OR_RETURN(std::unique_ptr<Request> r, impl_->make_request(std::move(prompt), params));
+  const uint64_t id = impl_->next_id.fetch_add(1);
+  r->id = id;
+  r->arrival = id;
+  std::lock_guard lock(impl_->inbox_mutex);
+  impl_->inbox.push_back(std::move(r));
+  return id;
+}
+
+void Engine::abort(uint64_t id) {
+  std::lock_guard lock(impl_->inbox_mutex);
+  impl_->aborted.push_back(id);
+}
+
+bool Engine::has_work() const {
+  std::lock_guard lock(impl_->inbox_mutex);
+  return !impl_->requests.empty() || !impl_->inbox.empty() || !impl_->aborted.empty();
+}
+
+void Engine::Impl::retire(uint64_t id) {
+  auto it = requests.find(id);
+  if (it == requests.end()) return;
+  if (scheduler) scheduler->remove(it->second.get());
+  requests.erase(it);
+}
+
+void Engine::Impl::drain_inbox(std::vector<RequestOutput>& outputs) {
+  std::vector<std::unique_ptr<Request>> arrived;
+  std::vector<uint64_t> aborts;
+  {
+    std::lock_guard lock(inbox_mutex);
+    arrived.swap(inbox);
+    aborts.swap(aborted);
+  }
+  for (std::unique_ptr<Request>& r : arrived) {
+    if (scheduler) scheduler->add(r.get());
+    const uint64_t id = r->id;
+    requests.emplace(id, std::move(r));
+  }
+  for (const uint64_t id : aborts) {
+    auto it = requests.find(id);
+    if (it == requests.end()) continue;
+    it->second->reason = FinishReason::kAborted;
+    outputs.push_back(report(*it->second));
+    retire(id);
+  }
+}
+
+Status Engine::Impl::finish(Request& r, FinishReason reason) {
+  r.reason = reason;
+  if (reason == FinishReason::kStopString || !r.text) return Status::ok();
+  OG_ASSIGN_OR_RETURN(const bool stopped, r.text->finish(r.generated() >= r.params.min_new_tokens, r.new_text));
+  if (stopped) r.reason = FinishReason::kStopString;
+  return Status::ok();
+}
+
+// The Generator's stop rules (generator.cc), for one request.
+Status Engine::Impl::after_token(Request& r, int32_t token) {
+  const std::vector<int32_t>& eos = parts->info.eos_token_ids;
+  if (!r.params.ignore_eos && std::find(eos.begin(), eos.end(), token) != eos.end()) return finish(r, FinishReason::kEos);
+  if (r.text) {
+    OG_ASSIGN_OR_RETURN(const bool stopped, r.text->put(token, r.generated() >= r.params.min_new_tokens, r.new_text));
+    if (stopped) return finish(r, FinishReason::kStopString);
+  }
+  const auto total = static_cast<int64_t>(r.tokens.size());
+  const bool at_limit = (r.params.max_new_tokens > 0 && r.generated() >= r.params.max_new_tokens) ||
+                        (r.params.max_length > 0 && total >= r.params.max_length) || total >= max_positions;
+  return at_limit ? finish(r, FinishReason::kLength) : Status::ok();
+}
+
+RequestOutput Engine::Impl::report(Request& r) const {
+  RequestOutput out;
+  out.id = r.id;
+  out.new_tokens = std::move(r.new_tokens);
+  out.new_text = std::move(r.new_text);
+  out.logprobs = std::move(r.logprobs);
+  r.new_tokens.clear();
+  r.new_text.clear();
+  r.logprobs.clear();
+  out.finished = r.finished();
+  out.reason = r.reason;
+  out.prompt_tokens = r.prompt_length;
+  out.cached_prompt_tokens = std::min(r.cached_prefix_tokens, r.prompt_length);
+  out.generated_tokens = r.generator ? static_cast<int64_t>(r.generator->tokens(0).size()) - r.prompt_length : r.generated();
+  return out;
+}
+
+Status Engine::Impl::step_paged(std::vector<RequestOutput>& outputs) {
+  const std::vector<ScheduledRun> runs = scheduler->schedule();
+  if (runs.empty()) return Status::ok();
+  const Clock::time_point start = Clock::now();
+  OG_RETURN_IF_ERROR(runner->run(runs, logits));
+  stats.model_seconds += seconds_since(start);
+  scheduler->complete(runs);
+  const Clock::time_point sampling = Clock::now();
+  size_t row = 0;
+  std::vector<uint64_t> done;
+  for (const ScheduledRun& run : runs) {
+    stats.scheduled_tokens += run.count;
+    if (!run.samples()) continue;
+    auto& r = static_cast<Request&>(*run.request);
+    OG_ASSIGN_OR_RETURN(SampledToken sampled, r.sampler->sample(logits[row++], r.history()));
+    r.tokens.push_back(sampled.token);
+    r.new_tokens.push_back(sampled.token);
+    if (r.params.sampling.logprobs) r.logprobs.push_back(sampled);
+    OG_RETURN_IF_ERROR(after_token(r, sampled.token).with_context("request " + std::to_string(r.id)));
+    outputs.push_back(report(r));
+    if (r.finished()) done.push_back(r.id);
+  }
+  for (const uint64_t id : done) retire(id);
+  stats.sampling_seconds += seconds_since(sampling);
+  return Status::ok();
+}
+
+// Without paged attention each request decodes in its own cache: up to max_num_seqs of them,
+// oldest first, one decoder run each per step.
+Status Engine::Impl::step_per_request(std::vector<RequestOutput>& outputs) {
+  int64_t served = 0;
+  std::vector<uint64_t> done;
+  const Clock::time_point start = Clock::now();
+  for (auto& [id, r] : requests) {
+    if (served++ == options.max_num_seqs) break;
+    if (!r->generator) {
+      GeneratorParams p;
+      p.sampling = r->params.sampling;
+      p.max_new_tokens = r->params.max_new_tokens;
+      p.min_new_tokens = r->params.min_new_tokens;
+      p.max_length = r->params.max_length;
+      p.stop_strings = r->params.stop_strings;
+      p.ignore_eos = r->params.ignore_eos;
+      p.skip_special_tokens = r->params.skip_special_tokens;
+      p.prefill_chunk = options.max_num_batched_tokens;
+      p.prompts = {r->tokens};
+      OG_ASSIGN_OR_RETURN(r->generator, Generator::create(*model, p));
+    }
+    Generator& g = *r->generator;
+    const size_t before = g.tokens(0).size();
+    OG_RETURN_IF_ERROR(g.generate_next().with_context("request " + std::to_string(id)));
+    const std::span<const int32_t> tokens = g.tokens(0);
+    r->new_tokens.assign(tokens.begin() + static_cast<std::ptrdiff_t>(before), tokens.end());
+    r->new_text = g.new_text(0);
+    const std::span<const SampledToken> logprobs = g.logprobs(0);
+    if (!logprobs.empty()) r->logprobs.assign(logprobs.end() - 1, logprobs.end());
+    if (g.is_done()) r->reason = g.finish_reason(0);
+    stats.scheduled_tokens += static_cast<int64_t>(tokens.size() - before);
+    outputs.push_back(report(*r));
+    if (r->finished()) done.push_back(id);
+  }
+  stats.model_seconds += seconds_since(start);
+  for (const uint64_t id : done) retire(id);
+  return Status::ok();
+}
+
+Result<std::vector<RequestOutput>> Engine::step() {
+  std::vector<RequestOutput> outputs;
+  impl_->drain_inbox(outputs);
+  ++impl_->stats.steps;
+  if (impl_->runner) {
+    OG_RETURN_IF_ERROR(impl_->step_paged(outputs));
+  } else {
+    OG_RETURN_IF_ERROR(impl_->step_per_request(outputs));
+  }
+  return outputs;
+}
+
+EngineStats Engine::stats() const {
+  EngineStats s = impl_->stats;
+  if (impl_->pool) {
+    const engine::PrefixCacheCounters& c = impl_->pool->counters();
+    s.prefix_queries = c.queries;
+    s.prefix_hits = c.hits;
+    s.prefix_evictions = c.evictions;
+    s.kv_blocks = impl_->pool->num_blocks();
+    s.kv_blocks_used = impl_->pool->used_blocks();
+    s.preemptions = impl_->scheduler->preemptions();
+    s.running = static_cast<int64_t>(impl_->scheduler->running());
+    s.waiting = static_cast<int64_t>(impl_->scheduler->waiting());
+  } else {
+    s.running = static_cast<int64_t>(impl_->requests.size());
+  }
+  for (const auto& [id, r] : impl_->requests) {
+    if (!r->blocks.empty()) s.kv_slots_unfilled += static_cast<int64_t>(r->blocks.size()) * s.block_size - r->computed;
+  }
+  return s;
+}
+
+}  // namespace onnx_genai::genai

@@ -1,0 +1,159 @@
+#include "engine/paged_runner.h"
+
+#include <algorithm>
+#include <bit>
+
+#include "genai/decoder_inputs.h"
+
+namespace onnx_genai::engine {
+
+namespace {
+
+using genai::InputRole;
+
+int64_t bucket(int64_t tokens, int64_t cap) {
+  const int64_t padded = static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(std::max<int64_t>(tokens, 1))));
+  return std::min(padded, static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(cap))));
+}
+
+}  // namespace
+
+int64_t PagedRunner::block_bytes(const genai::DecoderIo& io, int64_t block_size) {
+  return static_cast<int64_t>(io.kv.size()) * dtype_storage_bytes(io.kv_dtype, block_size * io.kv_heads * io.head_size);
+}
+
+PagedRunner::PagedRunner(const genai::ModelParts& model, const PagedRunnerLimits& limits)
+    : model_(model), limits_(limits), inputs_(model.session->inputs().size()), outputs_(model.session->outputs().size()) {}
+
+Result<std::unique_ptr<PagedRunner>> PagedRunner::create(const genai::ModelParts& model, const PagedRunnerLimits& limits) {
+  const genai::DecoderIo& io = model.io;
+  for (size_t i = 0; i < io.roles.size(); ++i) {
+    const InputRole role = io.roles[i];
+    if (role == InputRole::kAttentionMask || role == InputRole::kUseCacheBranch || role == InputRole::kPastKv ||
+        role == InputRole::kSamplingParams || role == InputRole::kSamplingUniforms) {
+      return OG_ERROR("the paged decoder still reads '", model.session->inputs()[i].name,
+                      "', which packed rows cannot feed");
+    }
+  }
+  std::unique_ptr<PagedRunner> runner(new PagedRunner(model, limits));
+  const Shape pool_shape{limits.num_blocks, limits.block_size, io.kv_heads, io.head_size};
+  Allocator& memory = model.session->allocator();
+  for (const genai::KvBinding& binding : io.kv) {
+    OG_ASSIGN_OR_RETURN(Tensor pool, Tensor::allocate(io.kv_dtype, pool_shape, memory));
+    // Zeroed: a block's unwritten rows are never read, but NaN garbage must not be there to find.
+    OG_RETURN_IF_ERROR(memory.zero(pool.raw(), static_cast<size_t>(pool.nbytes())));
+    runner->inputs_[binding.past_input] = pool;
+    runner->outputs_[binding.present_output] = pool;
+    runner->pools_.push_back(std::move(pool));
+  }
+  return runner;
+}
+
+Status PagedRunner::fill_inputs(std::span<const ScheduledRun> runs, int64_t tokens, int64_t logit_rows) {
+  const genai::DecoderIo& io = model_.io;
+  const std::vector<IoInfo>& infos = model_.session->inputs();
+  const int64_t seqs = limits_.max_num_seqs, max_blocks = limits_.max_blocks_per_seq;
+  for (size_t i = 0; i < io.roles.size(); ++i) {
+    Tensor& t = inputs_[i];
+    switch (io.roles[i]) {
+      case InputRole::kInputIds:
+      case InputRole::kPositionIds: {
+        const bool ids = io.roles[i] == InputRole::kInputIds;
+        OG_RETURN_IF_ERROR(genai::reuse_tensor(t, infos[i].dtype, Shape{1, tokens}));
+        int64_t at = 0;
+        for (const ScheduledRun& run : runs) {
+          for (int64_t j = run.first; j < run.first + run.count; ++j, ++at) {
+            genai::set_integer(t, at, ids ? run.request->tokens[static_cast<size_t>(j)] : j);
+          }
+        }
+        for (; at < tokens; ++at) genai::set_integer(t, at, ids ? model_.info.pad_token_id : 0);
+        break;
+      }
+      case InputRole::kLogitRows: {
+        const int64_t hidden = io.logit_rows_width;
+        OG_RETURN_IF_ERROR(genai::reuse_tensor(t, DType::kI64, Shape{1, logit_rows, hidden}));
+        int64_t row = 0, end = 0;
+        for (const ScheduledRun& run : runs) {
+          end += run.count;
+          if (run.samples()) std::fill_n(t.data<int64_t>() + row++ * hidden, hidden, end - 1);
+        }
+        std::fill(t.data<int64_t>() + row * hidden, t.data<int64_t>() + logit_rows * hidden, 0);
+        break;
+      }
+      case InputRole::kBlockTables: {
+        OG_RETURN_IF_ERROR(genai::reuse_tensor(t, DType::kI32, Shape{seqs, max_blocks}));
+        std::fill_n(t.data<int32_t>(), seqs * max_blocks, 0);
+        for (size_t s = 0; s < runs.size(); ++s) {
+          const std::vector<int32_t>& blocks = runs[s].request->blocks;
+          std::copy(blocks.begin(), blocks.end(), t.data<int32_t>() + static_cast<int64_t>(s) * max_blocks);
+        }
+        break;
+      }
+      case InputRole::kQueryStarts:
+      case InputRole::kSeqLens: {
+        const bool starts = io.roles[i] == InputRole::kQueryStarts;
+        OG_RETURN_IF_ERROR(genai::reuse_tensor(t, DType::kI32, Shape{starts ? seqs + 1 : seqs}));
+        int32_t offset = 0;
+        if (starts) t.data<int32_t>()[0] = 0;
+        for (int64_t s = 0; s < seqs; ++s) {
+          const ScheduledRun* run = s < static_cast<int64_t>(runs.size()) ? &runs[static_cast<size_t>(s)] : nullptr;
+          if (starts) {
+            offset += run != nullptr ? static_cast<int32_t>(run->count) : 0;
+            t.data<int32_t>()[s + 1] = offset;
+          } else {
+            t.data<int32_t>()[s] = run != nullptr ? static_cast<int32_t>(run->first + run->count) : 0;
+          }
+        }
+        break;
+      }
+      case InputRole::kPagedCache:
+        break;  // bound once, at creation
+      case InputRole::kAttentionMask:
+      case InputRole::kUseCacheBranch:
+      case InputRole::kPastKv:
+      case InputRole::kSamplingParams:
+      case InputRole::kSamplingUniforms:
+        return OG_ERROR("internal error: the paged decoder reads an input packed rows cannot feed");
+    }
+  }
+  return Status::ok();
+}
+
+Status PagedRunner::run(std::span<const ScheduledRun> runs, std::vector<std::vector<float>>& logits) {
+  if (static_cast<int64_t>(runs.size()) > limits_.max_num_seqs) {
+    return OG_ERROR("internal error: ", runs.size(), " sequences scheduled, more than max_num_seqs ", limits_.max_num_seqs);
+  }
+  int64_t tokens = 0, samples = 0;
+  for (const ScheduledRun& run : runs) {
+    tokens += run.count;
+    samples += run.samples() ? 1 : 0;
+  }
+  const int64_t padded = bucket(tokens, limits_.max_num_batched_tokens);
+  const int64_t logit_rows = std::min(padded, limits_.max_num_seqs);
+  OG_RETURN_IF_ERROR(fill_inputs(runs, padded, logit_rows));
+  const genai::DecoderIo& io = model_.io;
+  Tensor& out = outputs_[io.logits_output];
+  if (out.defined() && out.device().type != DeviceType::kCpu) out = Tensor();
+  OG_RETURN_IF_ERROR(model_.session->run_into(inputs_, outputs_).with_context("running the paged decoder"));
+  for (size_t k = 0; k < io.kv.size(); ++k) {
+    if (outputs_[io.kv[k].present_output].raw() != pools_[k].raw()) {
+      return OG_ERROR("internal error: the paged decoder's cache output '",
+                      model_.session->outputs()[io.kv[k].present_output].name, "' did not land in its block pool");
+    }
+  }
+  // Row r of the logits is the r-th sampling run's (logit rows), else position = its last token.
+  const bool rows_selected = io.has(InputRole::kLogitRows);
+  const int64_t vocab = io.vocab_size;
+  logits.resize(static_cast<size_t>(samples));
+  int64_t row = 0, end = 0;
+  for (const ScheduledRun& run : runs) {
+    end += run.count;
+    if (!run.samples()) continue;
+    const int64_t position = rows_selected ? row : end - 1;
+    genai::read_logit_row(out, position * vocab, vocab, logits[static_cast<size_t>(row)]);
+    ++row;
+  }
+  return Status::ok();
+}
+
+}  // namespace onnx_genai::engine

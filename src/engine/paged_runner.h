@@ -1,0 +1,48 @@
+// One decoder run of the serving engine over the paged graph (runtime/paged_attention_pass.h):
+// the scheduled runs' tokens packed back to back into input_ids [1, T], with their positions,
+// block tables, token offsets and lengths, and the logits rows of the requests that sample.
+//
+// Shapes are bucketed so that few execution plans exist (each compiles once and replays): T is
+// padded to the next power of two (padding tokens belong to no sequence and compute nothing that
+// is read), the sequence slots and block tables are always [max_num_seqs, max_blocks_per_seq],
+// and the logit rows are min(T, max_num_seqs). Every plan then depends on T's bucket alone.
+//
+// The block pools (one key and one value tensor per layer, [blocks, block_size, kv_heads,
+// head_size]) are allocated here on the session's device, and bound as both the cache inputs
+// and the outputs the kernel writes in place.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "engine/scheduler.h"
+#include "genai/model_parts.h"
+
+namespace onnx_genai::engine {
+
+struct PagedRunnerLimits {
+  int64_t num_blocks = 0, block_size = 16;
+  int64_t max_num_seqs = 64, max_num_batched_tokens = 256, max_blocks_per_seq = 0;
+};
+
+class PagedRunner {
+ public:
+  static Result<std::unique_ptr<PagedRunner>> create(const genai::ModelParts& model, const PagedRunnerLimits& limits);
+
+  // Feeds `runs`; logits[i] receives the vocab floats of the i-th run that samples (in order).
+  Status run(std::span<const ScheduledRun> runs, std::vector<std::vector<float>>& logits);
+  // Bytes one block takes over all layers, keys and values.
+  static int64_t block_bytes(const genai::DecoderIo& io, int64_t block_size);
+
+ private:
+  PagedRunner(const genai::ModelParts& model, const PagedRunnerLimits& limits);
+  Status fill_inputs(std::span<const ScheduledRun> runs, int64_t tokens, int64_t logit_rows);
+
+  const genai::ModelParts& model_;
+  PagedRunnerLimits limits_;
+  std::vector<Tensor> pools_;  // per io.kv binding
+  std::vector<Tensor> inputs_, outputs_;
+};
+
+}  // namespace onnx_genai::engine

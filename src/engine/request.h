@@ -1,0 +1,34 @@
+// One request inside the serving engine: what the scheduler tracks (ScheduledState), its
+// sampler and text stream, and what its last step produced.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/scheduler.h"
+#include "genai/text_stream.h"
+#include "onnx_genai/engine.h"
+
+namespace onnx_genai::engine {
+
+struct Request : ScheduledState {
+  genai::RequestParams params;
+  int64_t prompt_length = 0;
+  std::optional<Sampler> sampler;
+  std::optional<genai::TextStream> text;  // reads params.stop_strings: the request stays put in memory
+  genai::FinishReason reason = genai::FinishReason::kNone;
+  // Since the last step's report.
+  std::vector<int32_t> new_tokens;
+  std::string new_text;
+  std::vector<SampledToken> logprobs;
+  // Models without paged attention: the request's own contiguous cache.
+  std::unique_ptr<genai::Generator> generator;
+
+  bool finished() const { return reason != genai::FinishReason::kNone; }
+  int64_t generated() const { return static_cast<int64_t>(tokens.size()) - prompt_length; }
+  TokenHistory history() const { return TokenHistory{tokens, static_cast<size_t>(prompt_length)}; }
+};
+
+}  // namespace onnx_genai::engine

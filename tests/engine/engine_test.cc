@@ -1,0 +1,227 @@
+// The serving engine on the shipped default model (models/debian-prose-11m, GroupQueryAttention,
+// int4): continuous batching must not change any request's tokens.
+//   - greedy tokens of each request, run alone, equal the contiguous-cache Generator's;
+//   - run together with staggered arrivals, chunked prefill, a pool so small that requests are
+//     preempted, and shared prompt prefixes (prefix-cache hits), they are the same again;
+//   - seeded sampling draws the same tokens alone and batched;
+//   - abort and finish free every block; bad requests are refused with a message.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <random>
+
+#include "onnx_genai/engine.h"
+#include "oracle_io.h"
+
+namespace onnx_genai::genai {
+namespace {
+
+const std::string kModel = (std::filesystem::path(testing::source_dir()) / "models" / "debian-prose-11m").string();
+
+std::vector<std::string> prompts() {
+  return {"And God said", "In the beginning", "The LORD is my shepherd; I shall not want.",
+          "And it came to pass, when the king heard the words", "Blessed are the poor in spirit",
+          "In the beginning was the Word, and the Word was with God", "Then Jesus answered", "Hear, O Israel"};
+}
+
+struct Finished {
+  std::vector<int32_t> tokens;
+  FinishReason reason = FinishReason::kNone;
+  int64_t cached_prompt_tokens = 0;
+};
+
+// Steps until every request finished; `arrivals[i]` is the step before which prompt i is added.
+std::vector<Finished> run_all(Engine& engine, const std::vector<std::vector<int32_t>>& ids, const RequestParams& params,
+                              const std::vector<int>& arrivals, const std::vector<RequestParams>* per_request = nullptr) {
+  std::map<uint64_t, size_t> index;
+  std::vector<Finished> done(ids.size());
+  size_t added = 0, finished = 0;
+  for (int step = 0; finished < ids.size(); ++step) {
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (arrivals[i] != step) continue;
+      auto id = engine.add_request(ids[i], per_request ? (*per_request)[i] : params);
+      EXPECT_TRUE(id.is_ok()) << id.status().message();
+      index[*id] = i;
+      ++added;
+    }
+    auto outputs = engine.step();
+    EXPECT_TRUE(outputs.is_ok()) << outputs.status().message();
+    if (!outputs.is_ok()) break;
+    for (const RequestOutput& out : *outputs) {
+      Finished& f = done[index.at(out.id)];
+      f.tokens.insert(f.tokens.end(), out.new_tokens.begin(), out.new_tokens.end());
+      if (out.finished) {
+        f.reason = out.reason;
+        f.cached_prompt_tokens = out.cached_prompt_tokens;
+        ++finished;
+      }
+    }
+    EXPECT_LT(step, 5000) << "the engine stopped making progress";
+    if (step >= 5000) break;
+  }
+  return done;
+}
+
+class EngineTest : public ::testing::Test {
+ protected:
+  static std::vector<std::vector<int32_t>> encode_all(const Model& model) {
+    std::vector<std::vector<int32_t>> ids;
+    for (const std::string& p : prompts()) ids.push_back(model.encode(p).value());
+    return ids;
+  }
+  static RequestParams greedy(int64_t new_tokens) {
+    RequestParams p;
+    p.sampling.greedy = true;
+    p.sampling.repetition_penalty = 1.0f;
+    p.max_new_tokens = new_tokens;
+    return p;
+  }
+  static EngineOptions options() {
+    EngineOptions o;
+    o.model.num_threads = 2;
+    return o;
+  }
+};
+
+TEST_F(EngineTest, AloneEachRequestMatchesTheContiguousGenerator) {
+  auto engine = Engine::load(kModel, options());
+  ASSERT_TRUE(engine.is_ok()) << engine.status().message();
+  ASSERT_TRUE((*engine)->stats().paged) << (*engine)->model().info().paged_kv_unavailable;
+  auto model = Model::load(kModel, ModelOptions{.num_threads = 2});
+  ASSERT_TRUE(model.is_ok()) << model.status().message();
+  const auto ids = encode_all(**model);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    GeneratorParams gp;
+    gp.sampling.greedy = true;
+    gp.sampling.repetition_penalty = 1.0f;
+    gp.max_new_tokens = 24;
+    gp.prompts = {ids[i]};
+    auto gen = Generator::create(**model, gp);
+    ASSERT_TRUE(gen.is_ok());
+    ASSERT_TRUE((*gen)->generate(nullptr).is_ok());
+    const std::span<const int32_t> all = (*gen)->tokens(0);
+    const std::vector<int32_t> want(all.begin() + static_cast<std::ptrdiff_t>(ids[i].size()), all.end());
+    const auto got = run_all(**engine, {ids[i]}, greedy(24), {0});
+    EXPECT_EQ(got[0].tokens, want) << "prompt " << i;
+  }
+  EXPECT_EQ((*engine)->stats().kv_blocks_used, 0);
+}
+
+TEST_F(EngineTest, BatchingPreemptionChunksAndPrefixHitsLeaveGreedyTokensUnchanged) {
+  EngineOptions alone_options = options();
+  alone_options.prefix_caching = false;
+  auto alone = Engine::load(kModel, alone_options);
+  ASSERT_TRUE(alone.is_ok()) << alone.status().message();
+  const auto ids = encode_all((*alone)->model());
+  std::vector<std::vector<int32_t>> want;
+  for (const auto& p : ids) want.push_back(run_all(**alone, {p}, greedy(32), {0})[0].tokens);
+
+  // Chunks of 8 tokens per step, at most 4 sequences, a pool of 8 blocks of 16 (each request
+  // reaches 3): four running requests cannot all hold theirs, and some get preempted.
+  EngineOptions tight = options();
+  tight.max_num_batched_tokens = 8;
+  tight.max_num_seqs = 4;
+  tight.block_size = 16;
+  tight.kv_cache_memory = 8 * 64 * 1024;  // 8 layers x K,V x 16 x 1 head x 64 x f32 = 64 KiB per block
+  auto batched = Engine::load(kModel, tight);
+  ASSERT_TRUE(batched.is_ok()) << batched.status().message();
+  ASSERT_EQ((*batched)->stats().kv_blocks, 8);
+  const std::vector<int> arrivals{0, 0, 1, 3, 3, 7, 12, 20};
+  const auto got = run_all(**batched, ids, greedy(32), arrivals);
+  for (size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(got[i].tokens, want[i]) << "prompt " << i;
+  const EngineStats s = (*batched)->stats();
+  EXPECT_GT(s.preemptions, 0);
+  EXPECT_EQ(s.kv_blocks_used, 0);
+
+  // A shared 40-token prefix: later requests find its two full blocks cached.
+  EngineOptions roomy = options();
+  roomy.max_num_batched_tokens = 64;
+  auto cached = Engine::load(kModel, roomy);
+  ASSERT_TRUE(cached.is_ok());
+  std::vector<int32_t> prefix;
+  for (int k = 0; k < 5; ++k) prefix.insert(prefix.end(), ids[2].begin(), ids[2].end());
+  prefix.resize(40);
+  std::vector<std::vector<int32_t>> prefixed;
+  for (const auto& p : ids) {
+    std::vector<int32_t> t = prefix;
+    t.insert(t.end(), p.begin() + 1, p.end());  // without the second BOS
+    prefixed.push_back(std::move(t));
+  }
+  std::vector<std::vector<int32_t>> want_prefixed;
+  for (const auto& p : prefixed) want_prefixed.push_back(run_all(**alone, {p}, greedy(16), {0})[0].tokens);
+  const auto got_prefixed = run_all(**cached, prefixed, greedy(16), {0, 2, 4, 6, 8, 10, 12, 14});
+  for (size_t i = 0; i < prefixed.size(); ++i) {
+    EXPECT_EQ(got_prefixed[i].tokens, want_prefixed[i]) << "prompt " << i;
+    if (i > 0) {
+      EXPECT_EQ(got_prefixed[i].cached_prompt_tokens, 32) << "prompt " << i;
+    }
+  }
+  EXPECT_GE((*cached)->stats().prefix_hits, 14);
+  EXPECT_EQ((*cached)->stats().kv_blocks_used, 0);
+}
+
+TEST_F(EngineTest, SeededSamplingDrawsTheSameTokensAloneAndBatched) {
+  auto engine = Engine::load(kModel, options());
+  ASSERT_TRUE(engine.is_ok());
+  const auto ids = encode_all((*engine)->model());
+  std::vector<RequestParams> params(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    params[i].sampling.greedy = false;
+    params[i].sampling.temperature = 0.9f;
+    params[i].sampling.top_k = 40;
+    params[i].sampling.seed = 100 + i;
+    params[i].max_new_tokens = 20;
+  }
+  std::vector<std::vector<int32_t>> alone;
+  for (size_t i = 0; i < ids.size(); ++i) alone.push_back(run_all(**engine, {ids[i]}, params[i], {0})[0].tokens);
+  const auto batched = run_all(**engine, ids, {}, {0, 0, 0, 1, 1, 2, 5, 9}, &params);
+  for (size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(batched[i].tokens, alone[i]) << "prompt " << i;
+}
+
+TEST_F(EngineTest, AbortFreesBlocksAndReportsTheRequest) {
+  auto engine = Engine::load(kModel, options());
+  ASSERT_TRUE(engine.is_ok());
+  const auto ids = encode_all((*engine)->model());
+  const uint64_t keep = (*engine)->add_request(ids[0], greedy(8)).value();
+  const uint64_t stop = (*engine)->add_request(ids[1], greedy(200)).value();
+  ASSERT_TRUE((*engine)->step().is_ok());
+  EXPECT_GT((*engine)->stats().kv_blocks_used, 0);
+  (*engine)->abort(stop);
+  bool aborted = false, kept = false;
+  while ((*engine)->has_work()) {
+    auto outputs = (*engine)->step();
+    ASSERT_TRUE(outputs.is_ok());
+    for (const RequestOutput& out : *outputs) {
+      if (out.id == stop && out.finished) aborted = out.reason == FinishReason::kAborted;
+      if (out.id == keep && out.finished) kept = out.reason == FinishReason::kLength;
+    }
+  }
+  EXPECT_TRUE(aborted);
+  EXPECT_TRUE(kept);
+  EXPECT_EQ((*engine)->stats().kv_blocks_used, 0);
+}
+
+TEST_F(EngineTest, BadRequestsAreRefusedWithTheReason) {
+  EngineOptions o = options();
+  o.kv_cache_memory = 4 * 64 * 1024;  // 4 blocks of 16 positions
+  auto engine = Engine::load(kModel, o);
+  ASSERT_TRUE(engine.is_ok());
+  const auto contains = [](const Status& s, const std::string& what) {
+    return !s.is_ok() && s.message().find(what) != std::string::npos;
+  };
+  EXPECT_TRUE(contains((*engine)->add_request({}, greedy(4)).status(), "prompt is empty"));
+  EXPECT_TRUE(contains((*engine)->add_request({1, 99999}, greedy(4)).status(), "outside the vocabulary"));
+  EXPECT_TRUE(contains((*engine)->add_request(std::vector<int32_t>(600, 5), greedy(4)).status(), "context holds 512"));
+  EXPECT_TRUE(contains((*engine)->add_request({1, 2}, greedy(100)).status(), "KV blocks"));
+  RequestParams bad = greedy(4);
+  bad.sampling.greedy = false;
+  bad.sampling.top_p = 2.0f;
+  EXPECT_FALSE((*engine)->add_request({1, 2}, bad).is_ok());
+  EngineOptions zero = options();
+  zero.max_num_seqs = 0;
+  EXPECT_TRUE(contains(Engine::load(kModel, zero).status(), "max_num_seqs"));
+}
+
+}  // namespace
+}  // namespace onnx_genai::genai
