@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <numeric>
 #include <random>
 #include <thread>
 #include <vector>
@@ -200,6 +201,10 @@ nlohmann::ordered_json summarize(const ServeBenchOptions& o, const ServeResult& 
           {"request_s", static_cast<double>(r.requests.size()) / s},
           {"goodput_request_s", static_cast<double>(good) / s},
           {"ttft_ms", distribution(ttft)},
+          // The first request against the rest: with a shared prefix, what the prefix cache saves.
+          {"ttft_first_ms", ttft.front() * 1e3},
+          {"ttft_rest_mean_ms", ttft.size() > 1 ? (std::accumulate(ttft.begin() + 1, ttft.end(), 0.0) /
+                                                   static_cast<double>(ttft.size() - 1)) * 1e3 : 0.0},
           {"tpot_ms", distribution(tpot)},
           {"itl_ms", distribution(itl)},
           {"e2e_ms", distribution(e2e)},
