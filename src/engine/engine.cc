@@ -14,6 +14,7 @@
 #include "engine/request.h"
 #include "engine/scheduler.h"
 #include "genai/generator.h"
+#include "genai/greedy_output.h"
 #include "genai/model_parts.h"
 
 namespace onnx_genai::genai {
@@ -61,6 +62,7 @@ struct Engine::Impl {
   std::unique_ptr<PagedRunner> runner;
   std::map<uint64_t, std::unique_ptr<Request>> requests;  // admitted to the step loop
   std::vector<std::vector<float>> logits;                 // per sampling run of the step
+  std::vector<int32_t> argmax_tokens;                     // or its device argmax
   EngineStats stats;
 
   // Filled by other threads, drained by step().
@@ -169,6 +171,7 @@ Result<std::unique_ptr<Request>> Engine::Impl::make_request(std::vector<int32_t>
   const int64_t min_new_tokens = params.ignore_eos ? 0 : params.min_new_tokens;
   OG_ASSIGN_OR_RETURN(LogitProcessorChain chain,
                       make_generation_chain(params.sampling, min_new_tokens, parts->info.eos_token_ids));
+  r->plain_argmax = takes_plain_argmax(params.sampling, chain);
   OG_ASSIGN_OR_RETURN(Sampler sampler, Sampler::create(params.sampling, static_cast<int32_t>(vocab), std::move(chain)));
   r->sampler.emplace(std::move(sampler));
   if (parts->tokenizer) r->text.emplace(*parts->tokenizer, r->params.stop_strings, params.skip_special_tokens);
@@ -266,8 +269,10 @@ RequestOutput Engine::Impl::report(Request& r) const {
 Status Engine::Impl::step_paged(std::vector<RequestOutput>& outputs) {
   const std::vector<ScheduledRun> runs = scheduler->schedule();
   if (runs.empty()) return Status::ok();
+  bool argmax = true;
+  for (const ScheduledRun& run : runs) argmax = argmax && (!run.samples() || static_cast<Request&>(*run.request).plain_argmax);
   const Clock::time_point start = Clock::now();
-  OG_RETURN_IF_ERROR(runner->run(runs, logits));
+  OG_ASSIGN_OR_RETURN(const bool took_tokens, runner->run(runs, argmax, logits, argmax_tokens));
   stats.model_seconds += seconds_since(start);
   scheduler->complete(runs);
   const Clock::time_point sampling = Clock::now();
@@ -277,7 +282,12 @@ Status Engine::Impl::step_paged(std::vector<RequestOutput>& outputs) {
     stats.scheduled_tokens += run.count;
     if (!run.samples()) continue;
     auto& r = static_cast<Request&>(*run.request);
-    OG_ASSIGN_OR_RETURN(SampledToken sampled, r.sampler->sample(logits[row++], r.history()));
+    SampledToken sampled;
+    if (took_tokens) {
+      sampled.token = argmax_tokens[row++];
+    } else {
+      OG_ASSIGN_OR_RETURN(sampled, r.sampler->sample(logits[row++], r.history()));
+    }
     r.tokens.push_back(sampled.token);
     r.new_tokens.push_back(sampled.token);
     if (r.params.sampling.logprobs) r.logprobs.push_back(sampled);

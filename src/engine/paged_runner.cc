@@ -4,6 +4,7 @@
 #include <bit>
 
 #include "genai/decoder_inputs.h"
+#include "genai/greedy_output.h"
 
 namespace onnx_genai::engine {
 
@@ -23,7 +24,21 @@ int64_t PagedRunner::block_bytes(const genai::DecoderIo& io, int64_t block_size)
 }
 
 PagedRunner::PagedRunner(const genai::ModelParts& model, const PagedRunnerLimits& limits)
-    : model_(model), limits_(limits), inputs_(model.session->inputs().size()), outputs_(model.session->outputs().size()) {}
+    : model_(model), limits_(limits) {}
+
+PagedRunner::BucketIo& PagedRunner::bucket_io(int64_t tokens) {
+  auto [it, added] = buckets_.try_emplace(tokens);
+  BucketIo& io = it->second;
+  if (added) {
+    io.inputs.resize(model_.session->inputs().size());
+    io.outputs.resize(model_.session->outputs().size());
+    for (size_t k = 0; k < model_.io.kv.size(); ++k) {
+      io.inputs[model_.io.kv[k].past_input] = pools_[k];
+      io.outputs[model_.io.kv[k].present_output] = pools_[k];
+    }
+  }
+  return io;
+}
 
 Result<std::unique_ptr<PagedRunner>> PagedRunner::create(const genai::ModelParts& model, const PagedRunnerLimits& limits) {
   const genai::DecoderIo& io = model.io;
@@ -38,23 +53,22 @@ Result<std::unique_ptr<PagedRunner>> PagedRunner::create(const genai::ModelParts
   std::unique_ptr<PagedRunner> runner(new PagedRunner(model, limits));
   const Shape pool_shape{limits.num_blocks, limits.block_size, io.kv_heads, io.head_size};
   Allocator& memory = model.session->allocator();
-  for (const genai::KvBinding& binding : io.kv) {
+  for (size_t k = 0; k < io.kv.size(); ++k) {
     OG_ASSIGN_OR_RETURN(Tensor pool, Tensor::allocate(io.kv_dtype, pool_shape, memory));
     // Zeroed: a block's unwritten rows are never read, but NaN garbage must not be there to find.
     OG_RETURN_IF_ERROR(memory.zero(pool.raw(), static_cast<size_t>(pool.nbytes())));
-    runner->inputs_[binding.past_input] = pool;
-    runner->outputs_[binding.present_output] = pool;
     runner->pools_.push_back(std::move(pool));
   }
   return runner;
 }
 
-Status PagedRunner::fill_inputs(std::span<const ScheduledRun> runs, int64_t tokens, int64_t logit_rows) {
+Status PagedRunner::fill_inputs(std::span<const ScheduledRun> runs, int64_t tokens, int64_t logit_rows,
+                                std::vector<Tensor>& inputs) {
   const genai::DecoderIo& io = model_.io;
   const std::vector<IoInfo>& infos = model_.session->inputs();
   const int64_t seqs = limits_.max_num_seqs, max_blocks = limits_.max_blocks_per_seq;
   for (size_t i = 0; i < io.roles.size(); ++i) {
-    Tensor& t = inputs_[i];
+    Tensor& t = inputs[i];
     switch (io.roles[i]) {
       case InputRole::kInputIds:
       case InputRole::kPositionIds: {
@@ -119,41 +133,67 @@ Status PagedRunner::fill_inputs(std::span<const ScheduledRun> runs, int64_t toke
   return Status::ok();
 }
 
-Status PagedRunner::run(std::span<const ScheduledRun> runs, std::vector<std::vector<float>>& logits) {
+// With argmax on a device session the logits are given on the device, where run_into writes them;
+// otherwise run_into puts them on the host.
+Status PagedRunner::bind_logits(BucketIo& io, int64_t rows, bool on_device) {
+  const genai::DecoderIo& d = model_.io;
+  Tensor& logits = io.outputs[d.logits_output];
+  if (!on_device) {
+    if (logits.defined() && logits.device().type != DeviceType::kCpu) logits = Tensor();
+    return Status::ok();
+  }
+  const Shape shape{1, rows, d.vocab_size};
+  if (logits.defined() && logits.device() == model_.session->device() && logits.shape() == shape) return Status::ok();
+  OG_ASSIGN_OR_RETURN(logits, Tensor::allocate(d.logits_dtype, shape, model_.session->allocator()));
+  return Status::ok();
+}
+
+Result<bool> PagedRunner::run(std::span<const ScheduledRun> runs, bool argmax, std::vector<std::vector<float>>& logits,
+                              std::vector<int32_t>& tokens) {
   if (static_cast<int64_t>(runs.size()) > limits_.max_num_seqs) {
     return OG_ERROR("internal error: ", runs.size(), " sequences scheduled, more than max_num_seqs ", limits_.max_num_seqs);
   }
-  int64_t tokens = 0, samples = 0;
+  int64_t fed = 0, samples = 0;
   for (const ScheduledRun& run : runs) {
-    tokens += run.count;
+    fed += run.count;
     samples += run.samples() ? 1 : 0;
   }
-  const int64_t padded = bucket(tokens, limits_.max_num_batched_tokens);
+  const int64_t padded = bucket(fed, limits_.max_num_batched_tokens);
   const int64_t logit_rows = std::min(padded, limits_.max_num_seqs);
-  OG_RETURN_IF_ERROR(fill_inputs(runs, padded, logit_rows));
-  const genai::DecoderIo& io = model_.io;
-  Tensor& out = outputs_[io.logits_output];
-  if (out.defined() && out.device().type != DeviceType::kCpu) out = Tensor();
-  OG_RETURN_IF_ERROR(model_.session->run_into(inputs_, outputs_).with_context("running the paged decoder"));
-  for (size_t k = 0; k < io.kv.size(); ++k) {
-    if (outputs_[io.kv[k].present_output].raw() != pools_[k].raw()) {
+  BucketIo& io = bucket_io(padded);
+  OG_RETURN_IF_ERROR(fill_inputs(runs, padded, logit_rows, io.inputs));
+  const genai::DecoderIo& d = model_.io;
+  const bool device_argmax = argmax && d.greedy_tokens_output && model_.session->device().type != DeviceType::kCpu;
+  OG_RETURN_IF_ERROR(bind_logits(io, d.has(InputRole::kLogitRows) ? logit_rows : padded, device_argmax));
+  OG_RETURN_IF_ERROR(model_.session->run_into(io.inputs, io.outputs).with_context("running the paged decoder"));
+  for (size_t k = 0; k < d.kv.size(); ++k) {
+    if (io.outputs[d.kv[k].present_output].raw() != pools_[k].raw()) {
       return OG_ERROR("internal error: the paged decoder's cache output '",
-                      model_.session->outputs()[io.kv[k].present_output].name, "' did not land in its block pool");
+                      model_.session->outputs()[d.kv[k].present_output].name, "' did not land in its block pool");
     }
   }
   // Row r of the logits is the r-th sampling run's (logit rows), else position = its last token.
-  const bool rows_selected = io.has(InputRole::kLogitRows);
-  const int64_t vocab = io.vocab_size;
-  logits.resize(static_cast<size_t>(samples));
+  const bool rows_selected = d.has(InputRole::kLogitRows);
+  const Tensor& out = io.outputs[d.logits_output];
+  if (device_argmax) {
+    tokens.resize(static_cast<size_t>(samples));
+  } else {
+    logits.resize(static_cast<size_t>(samples));
+  }
   int64_t row = 0, end = 0;
   for (const ScheduledRun& run : runs) {
     end += run.count;
     if (!run.samples()) continue;
     const int64_t position = rows_selected ? row : end - 1;
-    genai::read_logit_row(out, position * vocab, vocab, logits[static_cast<size_t>(row)]);
+    if (device_argmax) {
+      OG_ASSIGN_OR_RETURN(tokens[static_cast<size_t>(row)],
+                          genai::greedy_token(io.outputs[*d.greedy_tokens_output], 0, position, d.vocab_size));
+    } else {
+      genai::read_logit_row(out, position * d.vocab_size, d.vocab_size, logits[static_cast<size_t>(row)]);
+    }
     ++row;
   }
-  return Status::ok();
+  return device_argmax;
 }
 
 }  // namespace onnx_genai::engine

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <span>
 #include <vector>
 
@@ -30,19 +31,30 @@ class PagedRunner {
  public:
   static Result<std::unique_ptr<PagedRunner>> create(const genai::ModelParts& model, const PagedRunnerLimits& limits);
 
-  // Feeds `runs`; logits[i] receives the vocab floats of the i-th run that samples (in order).
-  Status run(std::span<const ScheduledRun> runs, std::vector<std::vector<float>>& logits);
+  // Feeds `runs`; for the i-th run that samples (in order), logits[i] receives its vocab floats,
+  // or, with `argmax` (every such run takes the plain argmax) on a device session, tokens[i] its
+  // argmax computed there: the logits stay on the device and only the ids cross
+  // (greedy_output.h). Returns whether it gave tokens.
+  Result<bool> run(std::span<const ScheduledRun> runs, bool argmax, std::vector<std::vector<float>>& logits,
+             std::vector<int32_t>& tokens);
   // Bytes one block takes over all layers, keys and values.
   static int64_t block_bytes(const genai::DecoderIo& io, int64_t block_size);
 
  private:
   PagedRunner(const genai::ModelParts& model, const PagedRunnerLimits& limits);
-  Status fill_inputs(std::span<const ScheduledRun> runs, int64_t tokens, int64_t logit_rows);
+  // One bucket's tensors: every run of a bucket binds the same buffers, so its plan's recorded
+  // CUDA graph replays instead of being recorded again when steps alternate between buckets.
+  struct BucketIo {
+    std::vector<Tensor> inputs, outputs;
+  };
+  BucketIo& bucket_io(int64_t tokens);
+  Status fill_inputs(std::span<const ScheduledRun> runs, int64_t tokens, int64_t logit_rows, std::vector<Tensor>& inputs);
+  Status bind_logits(BucketIo& io, int64_t rows, bool on_device);
 
   const genai::ModelParts& model_;
   PagedRunnerLimits limits_;
   std::vector<Tensor> pools_;  // per io.kv binding
-  std::vector<Tensor> inputs_, outputs_;
+  std::map<int64_t, BucketIo> buckets_;
 };
 
 }  // namespace onnx_genai::engine

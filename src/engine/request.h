@@ -17,6 +17,7 @@ struct Request : ScheduledState {
   genai::RequestParams params;
   int64_t prompt_length = 0;
   std::optional<Sampler> sampler;
+  bool plain_argmax = false;  // its token is the raw logits' argmax (the device may pick it)
   std::optional<genai::TextStream> text;  // reads params.stop_strings: the request stays put in memory
   genai::FinishReason reason = genai::FinishReason::kNone;
   // Since the last step's report.

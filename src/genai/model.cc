@@ -138,9 +138,13 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelO
       options.cpu_fallback ? device_or_cpu_fallback(options.device, impl->device_fallback) : options.device;
   // Only a device session gets the greedy and sampled tokens outputs: a CPU session would compute
   // them for nothing.
+  // The paged decoder (the serving engine) takes device argmaxes; its sampled rows still use the
+  // host Sampler.
   if (device.type != DeviceType::kCpu) {
     OG_RETURN_IF_ERROR(add_greedy_tokens_output(*graph_model->graph, logits_name).status().with_context(file));
-    OG_RETURN_IF_ERROR(add_sampled_tokens_output(*graph_model->graph, logits_name).status().with_context(file));
+    if (!impl->paged.rewritten) {
+      OG_RETURN_IF_ERROR(add_sampled_tokens_output(*graph_model->graph, logits_name).status().with_context(file));
+    }
   }
   SessionOptions session_options;
   session_options.num_threads = options.num_threads;

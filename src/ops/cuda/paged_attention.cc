@@ -44,6 +44,8 @@ class PagedAttentionCudaKernel final : public OpKernel {
     a.rotary_dim = p.rotary_dim;
     a.rotary_rows = p.rotary_rows;
     packed_ = p.packed_qkv;
+    cuda::plan_paged_attention(a);
+    ctx.workspace_bytes = a.workspace_bytes;
     return Status::ok();
   }
 
@@ -69,6 +71,7 @@ class PagedAttentionCudaKernel final : public OpKernel {
       a.sin_cache = ctx.input(P::kSinCache).data;
     }
     a.out = ctx.output(P::kOutput).data;
+    a.partials = static_cast<float*>(ctx.workspace);
     return cuda::launch_paged_attention(a, ctx.stream);
   }
 

@@ -39,7 +39,15 @@ struct PagedAttentionArgs {
   const void* cos_cache = nullptr;
   const void* sin_cache = nullptr;
   void* out = nullptr;
+  // Plan (plan_paged_attention): blocks per (token, head) over its keys, and the workspace for
+  // their partial results when more than one.
+  int64_t splits = 1;
+  size_t workspace_bytes = 0;
+  float* partials = nullptr;  // the workspace, set per run
 };
+
+// Fills the plan fields from the shape fields.
+void plan_paged_attention(PagedAttentionArgs& args);
 
 // Queues the append and attention kernels on `stream` (a cudaStream_t); no allocation, no sync.
 Status launch_paged_attention(const PagedAttentionArgs& args, void* stream);

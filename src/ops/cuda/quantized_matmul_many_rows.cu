@@ -228,11 +228,15 @@ Status nbits4::plan_many_rows(MatMulNBits4Args& p, int forced_splits) {
   if (p.float_zero_points || p.m > kTiles * 8) return OG_ERROR("MatMulNBits (CUDA): no many-row kernel for this plan");
   const Kernel kernel = kernel_for(p);
   const size_t shared = shared_bytes_of(p);
-  OG_RETURN_IF_ERROR(cuda_status(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared)),
-      "many-row kernel shared memory"));
-  int device = 0, sms = 0, resident = 0;
+  int device = 0, sms = 0, resident = 0, opt_in = 0;
   OG_RETURN_IF_ERROR(cuda_status(cudaGetDevice(&device), "cudaGetDevice"));
+  OG_RETURN_IF_ERROR(cuda_status(cudaDeviceGetAttribute(&opt_in, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
+                                 "shared memory per block"));
+  if (shared > static_cast<size_t>(opt_in)) return OG_ERROR("MatMulNBits (CUDA): no many-row kernel for this plan");
+  // The device's limit, not this plan's need: the attribute belongs to the kernel, which every
+  // plan shares, and a smaller value set by a later plan would make an earlier plan's launch fail.
+  OG_RETURN_IF_ERROR(cuda_status(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, opt_in),
+                                 "many-row kernel shared memory"));
   OG_RETURN_IF_ERROR(cuda_status(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
                                  "multiprocessor count"));
   OG_RETURN_IF_ERROR(cuda_status(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, kThreads, shared),
