@@ -10,7 +10,7 @@ trap 'rm -rf "$scratch"' EXIT
 /usr/bin/python3 -m venv --system-site-packages "$scratch/venv"
 # A copy: pip builds in place, and the build tree must stay as CMake left it.
 cp -r "$package" "$scratch/src"
-PIP_NO_INDEX=1 "$scratch/venv/bin/pip" install --quiet --no-build-isolation "$scratch/src"
+PIP_NO_INDEX=1 "$scratch/venv/bin/pip" install --quiet "$scratch/src"
 cd "$scratch"
 "$scratch/venv/bin/python" - "$model" <<'PY'
 import sys
