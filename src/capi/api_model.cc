@@ -69,13 +69,20 @@ bool applied_path(const std::string& path) {
   return false;
 }
 
+// Compared leaf by leaf: an overlay may add a whole subtree ({"search": {...}} to a package
+// without one), and only the leaves say whether each change is one this runtime applies.
 Status check_unapplied(const Json& before, const Json& after) {
-  for (const Json& op : Json::diff(before, after)) {
-    const std::string path = op.at("path").get<std::string>();
-    if (!applied_path(path)) {
-      return OG_ERROR("changing '", path, "' is not supported: onnx-genai applies only search.*, ", kSessionOptions + 1,
-                      ".intra_op_num_threads and its provider_options (the rest is derived from the model's graph)");
-    }
+  const Json old_leaves = before.flatten(), new_leaves = after.flatten();
+  const auto refuse = [](const std::string& path) {
+    return OG_ERROR("changing '", path, "' is not supported: onnx-genai applies only search.*, ", kSessionOptions + 1,
+                    ".intra_op_num_threads and its provider_options (the rest is derived from the model's graph)");
+  };
+  for (const auto& [path, value] : new_leaves.items()) {
+    const bool changed = !old_leaves.contains(path) || old_leaves.at(path) != value;
+    if (changed && !applied_path(path)) return refuse(path);
+  }
+  for (const auto& [path, value] : old_leaves.items()) {
+    if (!new_leaves.contains(path) && !applied_path(path)) return refuse(path);
   }
   return Status::ok();
 }

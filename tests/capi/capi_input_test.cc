@@ -2,7 +2,13 @@
 // options and providers, out-of-range tokens, shapes and call orders. Each call must come back
 // with a result naming what is wrong (never crash, never a silent success). Runs in the sanitizer
 // build too.
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
 #include "capi_test_util.h"
+#include "oracle_io.h"
 
 namespace onnx_genai {
 namespace {
@@ -93,6 +99,39 @@ TEST_F(CApiInputTest, OverlaysChangeOnlyWhatIsApplied) {
   ASSERT_EQ(message(OgaGeneratorParamsGetSearchBool(p, "do_sample", &do_sample)), "");
   EXPECT_EQ(max_length, 20);
   EXPECT_TRUE(do_sample);
+}
+
+// A package whose genai_config.json has no search section or session options: an overlay adds
+// those subtrees whole, and what it adds there is still applied.
+TEST_F(CApiInputTest, OverlaysAddSubtreesThePackageLacks) {
+  ScopedTempDir scratch;
+  ASSERT_TRUE(scratch.valid());
+  for (const auto& entry : std::filesystem::directory_iterator(kDefaultModel)) {
+    if (entry.path().filename() != "genai_config.json") {
+      std::filesystem::create_symlink(entry.path(), scratch.path() / entry.path().filename());
+    }
+  }
+  nlohmann::json config = nlohmann::json::parse(std::ifstream(kDefaultModel + "/genai_config.json"));
+  config.erase("search");
+  config["model"]["decoder"].erase("session_options");
+  std::ofstream(scratch.path() / "genai_config.json") << config.dump();
+  OgaConfig* c = nullptr;
+  ASSERT_EQ(message(OgaCreateConfig(scratch.path().c_str(), &c)), "");
+  ConfigPtr owned(c);
+  EXPECT_EQ(message(OgaConfigOverlay(c, R"({"search": {"max_length": 24}})")), "");
+  EXPECT_EQ(message(OgaConfigAppendProvider(c, "cpu")), "");
+  EXPECT_TRUE(fails_with(OgaConfigOverlay(c, R"({"model": {"decoder": {"session_options": {"log_id": "x"}}}})"),
+                         "/model/decoder/session_options/log_id"));
+  EXPECT_TRUE(fails_with(OgaConfigOverlay(c, R"({"model": {"type": null}})"), "/model/type"));
+  OgaModel* m = nullptr;
+  ASSERT_EQ(message(OgaCreateModelFromConfig(c, &m)), "");
+  ModelPtr model(m);
+  OgaGeneratorParams* p = nullptr;
+  ASSERT_EQ(message(OgaCreateGeneratorParams(m, &p)), "");
+  ParamsPtr params(p);
+  double max_length = 0;
+  ASSERT_EQ(message(OgaGeneratorParamsGetSearchNumber(p, "max_length", &max_length)), "");
+  EXPECT_EQ(max_length, 24);
 }
 
 TEST_F(CApiInputTest, ProvidersWeLackAreErrors) {
