@@ -10,6 +10,12 @@ using onnx_genai::capi::require;
 
 namespace onnx_genai::capi {
 
+namespace {
+OgaResult out_of_memory{"out of memory"};  // short enough to need no allocation
+}  // namespace
+
+OgaResult* out_of_memory_result() { return &out_of_memory; }
+
 const char* copy_string(const std::string& text) {
   char* copy = new char[text.size() + 1];
   std::memcpy(copy, text.c_str(), text.size() + 1);
@@ -40,7 +46,9 @@ size_t OgaTensor::elements() const {
 extern "C" {
 
 const char* OgaResultGetError(const OgaResult* result) { return result != nullptr ? result->message.c_str() : ""; }
-void OgaDestroyResult(OgaResult* result) { delete result; }
+void OgaDestroyResult(OgaResult* result) {
+  if (result != onnx_genai::capi::out_of_memory_result()) delete result;
+}
 void OgaDestroyString(const char* string) { delete[] string; }
 void OgaShutdown(void) {}
 

@@ -77,15 +77,16 @@ struct OgaGenerator {
 
 namespace onnx_genai::capi {
 
-// Null for success, as the C API promises; nothrow so that running out of memory while reporting
-// an error cannot throw either (the caller then sees a success-looking NULL only if even a few
-// bytes could not be had).
+// The result returned when even an error result cannot be allocated; OgaDestroyResult leaves it.
+OgaResult* out_of_memory_result();
+
+// Null for success, as the C API promises.
 inline OgaResult* to_result(const Status& status) {
   if (status.is_ok()) return nullptr;
   try {
     return new OgaResult{status.message()};
   } catch (...) {
-    return nullptr;
+    return out_of_memory_result();
   }
 }
 
