@@ -18,8 +18,7 @@ struct Model {
   ModelHandle handle;
 };
 struct Tensor {
-  TensorHandle handle;
-  py::object keep;  // the numpy array a borrowing tensor points into
+  TensorHandle handle;  // owns its data (made from a copy of the numpy array)
 };
 struct Tokenizer {
   TokenizerHandle handle;

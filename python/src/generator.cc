@@ -111,7 +111,7 @@ Tensor tensor_from_numpy(const py::array& array) {
   void* data = nullptr;
   check(OgaTensorGetData(raw, &data));
   std::memcpy(data, contiguous.data(), static_cast<size_t>(contiguous.nbytes()));
-  return Tensor{std::move(tensor), py::none()};
+  return Tensor{std::move(tensor)};
 }
 
 py::array tensor_to_numpy(OgaTensor* tensor) {

@@ -70,7 +70,7 @@ Tensor encode_batch(const Tokenizer& tokenizer, const std::vector<std::string>& 
   for (const std::string& text : texts) pointers.push_back(text.c_str());
   OgaTensor* tensor = nullptr;
   check(OgaTokenizerEncodeBatch(tokenizer.handle.get(), pointers.data(), pointers.size(), &tensor));
-  return Tensor{TensorHandle(tensor), py::none()};
+  return Tensor{TensorHandle(tensor)};
 }
 
 std::vector<std::string> decode_batch(const Tokenizer& tokenizer, const Tensor& tokens) {
