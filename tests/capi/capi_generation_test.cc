@@ -135,6 +135,27 @@ TEST_F(CApiGenerationTest, SeededSamplingMatchesTheCppApiAndRepeats) {
   EXPECT_NE(finish(start(other.get(), prompt).get(), 1), first);
 }
 
+// min_length counts the prompt; the C++ API's min_new_tokens counts generated tokens only.
+TEST_F(CApiGenerationTest, MinLengthHoldsEosBackAsMinNewTokensDoes) {
+  const std::vector<int32_t> prompt = encode("The Lord is");
+  const auto unbounded = finish(start(params({{"max_length", 64}}).get(), prompt).get(), 1)[0];
+  ASSERT_LT(unbounded.size(), 40u) << "the prompt should reach eos early for this test to mean something";
+  const auto p = params({{"max_length", 64}, {"min_length", 40}});
+  const auto held = finish(start(p.get(), prompt).get(), 1)[0];
+  EXPECT_GE(held.size(), 40u);
+  genai::GeneratorParams reference_params = cpp_->default_params();
+  reference_params.sampling.greedy = true;
+  reference_params.max_new_tokens = 0;
+  reference_params.max_length = 64;
+  reference_params.min_new_tokens = 40 - static_cast<int64_t>(prompt.size());
+  reference_params.prompts = {prompt};
+  auto g = genai::Generator::create(*cpp_, reference_params);
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  ASSERT_TRUE((*g)->generate(nullptr).is_ok());
+  const auto tokens = (*g)->tokens(0);
+  EXPECT_EQ(held, std::vector<int32_t>(tokens.begin(), tokens.end()));
+}
+
 TEST_F(CApiGenerationTest, PaddedBatchMatchesTheCppApi) {
   const char* prompts[] = {"The Lord is my shepherd", "A fortune:"};
   OgaTensor* tensor = nullptr;
