@@ -37,6 +37,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
@@ -48,6 +49,8 @@
 #include "onnx_genai/status.h"
 
 namespace onnx_genai {
+
+class LogitProcessor;
 
 enum class LogprobSource : int32_t {
   kRaw = 0,        // log-softmax of the logits as the model produced them (vLLM's default)
@@ -72,6 +75,10 @@ struct SamplingParams {
   bool logprobs = false;          // report the chosen token's logprob
   int32_t top_logprobs = 0;       // >= 0; also report this many most likely tokens (needs logprobs)
   LogprobSource logprob_source = LogprobSource::kRaw;
+  // A caller's own processor, run first (before logit_bias) on the model's row: called once for
+  // every chain made from these params. The Generator makes one chain per sequence, in sequence
+  // order; the C API reads and replaces rows through it (get_logits / set_logits).
+  std::function<std::unique_ptr<LogitProcessor>()> first_processor;
 
   // Fails naming the first invalid parameter and its value.
   Status validate() const;

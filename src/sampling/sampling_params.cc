@@ -47,6 +47,11 @@ Result<LogitProcessorChain> make_logit_processors(const SamplingParams& params) 
   OG_RETURN_IF_ERROR(params.validate());
   using namespace sampling;
   LogitProcessorChain chain;
+  if (params.first_processor) {
+    std::unique_ptr<LogitProcessor> first = params.first_processor();
+    if (!first) return OG_ERROR("sampling: first_processor made no processor");
+    chain.push_back(std::move(first));
+  }
   if (!params.logit_bias.empty()) chain.push_back(std::make_unique<LogitBias>(params.logit_bias));
   if (params.repetition_penalty != 1.0f) chain.push_back(std::make_unique<RepetitionPenalty>(params.repetition_penalty));
   if (params.frequency_penalty != 0.0f || params.presence_penalty != 0.0f) {
