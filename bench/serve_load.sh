@@ -25,7 +25,7 @@ j = json.loads('''$json''')
 c, base = sys.argv[1], float(sys.argv[2])
 tok = j["output_tok_s"]
 ratio = tok / base if base > 0 else 1.0
-print(f'{tok}|| {c} | {tok:.1f} | {ratio:.2f}x | {j["ttft_ms"]["p50"]:.1f} / {j["ttft_ms"]["p99"]:.1f} | '
+print(f'{tok}||| {c} | {tok:.1f} | {ratio:.2f}x | {j["ttft_ms"]["p50"]:.1f} / {j["ttft_ms"]["p99"]:.1f} | '
       f'{j["tpot_ms"]["p50"]:.2f} / {j["tpot_ms"]["p99"]:.2f} | {100 * j["kv_waste"]:.1f}% | {j["preemptions"]} |')
 PY
 )

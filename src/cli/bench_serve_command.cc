@@ -71,7 +71,8 @@ struct Workload {
   std::vector<double> arrivals;  // seconds after the start (Poisson mode)
 };
 
-Workload make_workload(const ServeBenchOptions& o, int64_t count, uint64_t seed, int64_t vocab, int64_t prefix_len) {
+// `shared_prefix`: every prompt starts with the same prefix_len tokens; else each its own.
+Workload make_workload(const ServeBenchOptions& o, int64_t count, uint64_t seed, int64_t vocab, bool shared_prefix) {
   std::mt19937_64 rng(seed);
   const auto length = [&](int64_t mean) {
     const auto lo = static_cast<int64_t>(static_cast<double>(mean) * (1 - o.range));
@@ -79,12 +80,15 @@ Workload make_workload(const ServeBenchOptions& o, int64_t count, uint64_t seed,
     return std::uniform_int_distribution<int64_t>(std::max<int64_t>(1, lo), std::max<int64_t>(1, hi))(rng);
   };
   std::uniform_int_distribution<int32_t> token(0, static_cast<int32_t>(vocab - 1));
-  std::vector<int32_t> prefix(static_cast<size_t>(prefix_len));
+  std::vector<int32_t> prefix(static_cast<size_t>(o.shared_prefix_len));
   for (int32_t& t : prefix) t = token(rng);
   Workload w;
   double t = 0;
   std::exponential_distribution<double> gap(o.request_rate > 0 ? o.request_rate : 1.0);
   for (int64_t i = 0; i < count; ++i) {
+    if (!shared_prefix) {
+      for (int32_t& t : prefix) t = token(rng);
+    }
     std::vector<int32_t> p = prefix;
     for (int64_t j = 0, n = length(o.prompt_len); j < n; ++j) p.push_back(token(rng));
     w.prompts.push_back(std::move(p));
@@ -249,14 +253,15 @@ int run_bench_serve(std::span<const std::string> args) {
   if (!info.paged_kv_unavailable.empty()) std::fprintf(stderr, "onnx-genai: per-request KV caches: %s\n", info.paged_kv_unavailable.c_str());
   int64_t vocab = info.vocab_size;
   if (const Tokenizer* tokenizer = (*engine)->model().tokenizer()) vocab = std::min<int64_t>(vocab, tokenizer->vocab_size());
-  // Warm-up (not measured): compiles the plans of the step shapes, without the shared prefix so
-  // that the measured run's first request finds it uncached.
+  // Warm-up (not measured): compiles the plans of the step shapes on prompts as long as the
+  // measured ones, but each with its own prefix, so the measured run's first request finds the
+  // shared one uncached.
   const auto seed = static_cast<uint64_t>(options->seed);
-  const Workload warm = make_workload(*options, std::min<int64_t>(options->num_requests, 8), seed + 1, vocab, 0);
+  const Workload warm = make_workload(*options, std::min<int64_t>(options->num_requests, 8), seed + 1, vocab, false);
   ServeBenchOptions warm_options = *options;
   warm_options.request_rate = 0;
   if (auto r = serve(**engine, warm_options, warm); !r.is_ok()) return report(kExitBadInput, r.status().message());
-  const Workload w = make_workload(*options, options->num_requests, seed, vocab, options->shared_prefix_len);
+  const Workload w = make_workload(*options, options->num_requests, seed, vocab, true);
   auto result = serve(**engine, *options, w);
   if (!result.is_ok()) return report(kExitFailed, result.status().message());
   const nlohmann::ordered_json summary = summarize(*options, *result);
