@@ -8,25 +8,12 @@
 #include <map>
 #include <optional>
 
+#include "gpu_skip.h"
 #include "onnx_genai/engine.h"
 #include "oracle_io.h"
 
-#ifdef OG_HAVE_CUDA
-#include "core/cuda/device.h"
-#endif
-
 namespace onnx_genai::genai {
 namespace {
-
-std::optional<std::string> gpu_unavailable() {
-#ifdef OG_HAVE_CUDA
-  auto device = cuda::usable_device(0);
-  if (!device.is_ok()) return device.status().message();
-  return std::nullopt;
-#else
-  return "this build has no CUDA backend";
-#endif
-}
 
 // Greedy tokens of each prompt, all submitted at once (staggered by `stagger` steps).
 std::vector<std::vector<int32_t>> greedy_tokens(Engine& engine, const std::vector<std::vector<int32_t>>& prompts,
@@ -54,7 +41,7 @@ std::vector<std::vector<int32_t>> greedy_tokens(Engine& engine, const std::vecto
 }
 
 TEST(EngineCuda, BatchedGreedyTokensEqualEachRequestAlone) {
-  if (const auto why = gpu_unavailable()) GTEST_SKIP() << "no usable GPU: " << *why;
+  OG_SKIP_WITHOUT_GPU();
   EngineOptions options;
   options.model.device = Device{DeviceType::kCuda, 0};
   options.max_num_batched_tokens = 64;

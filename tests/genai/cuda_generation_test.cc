@@ -14,9 +14,7 @@
 #include "genai_test_util.h"
 #include "onnx_genai/genai.h"
 
-#ifdef OG_HAVE_CUDA
-#include "core/cuda/device.h"
-#endif
+#include "gpu_skip.h"
 
 namespace onnx_genai {
 namespace {
@@ -29,19 +27,6 @@ constexpr int kTokens = 64;
 constexpr float kNearTie = 0.02f;
 const fs::path kPackage = fs::path(testing::source_dir()) / "models" / "debian-prose-11m";
 
-// Why the GPU tests cannot run here, or nothing.
-std::optional<std::string> gpu_unavailable() {
-#ifdef OG_HAVE_CUDA
-  auto device = cuda::usable_device(0);
-  if (!device.is_ok()) return device.status().message();
-  return std::nullopt;
-#else
-  return "this build has no CUDA backend";
-#endif
-}
-
-#define SKIP_WITHOUT_GPU()                                                       \
-  if (const auto why = gpu_unavailable()) GTEST_SKIP() << "no usable GPU: " << *why
 
 struct GreedyRun {
   std::vector<std::vector<int32_t>> tokens;        // generated, per sequence
@@ -104,7 +89,7 @@ void expect_same_greedy_tokens(const GreedyRun& cpu, const GreedyRun& gpu) {
 }
 
 TEST(CudaGeneration, DefaultModelGreedyMatchesCpu) {
-  SKIP_WITHOUT_GPU();
+  OG_SKIP_WITHOUT_GPU();
   auto model = genai::Model::load(kPackage.string());
   ASSERT_TRUE(model.is_ok()) << model.status().message();
   std::vector<std::vector<int32_t>> prompts;
@@ -121,7 +106,7 @@ TEST(CudaGeneration, DefaultModelGreedyMatchesCpu) {
 }
 
 TEST(CudaGeneration, DefaultModelPerplexityMatchesCpu) {
-  SKIP_WITHOUT_GPU();
+  OG_SKIP_WITHOUT_GPU();
   auto text = testing::read_text_file(kPackage / "valid.txt");
   ASSERT_TRUE(text.is_ok()) << text.status().message();
   double ppl[2] = {0, 0};
@@ -146,7 +131,7 @@ TEST(CudaGeneration, DefaultModelPerplexityMatchesCpu) {
 class CudaGreedyLock : public ::testing::TestWithParam<ParityFixture> {};
 
 TEST_P(CudaGreedyLock, GreedyTokensMatchCpu) {
-  SKIP_WITHOUT_GPU();
+  OG_SKIP_WITHOUT_GPU();
   testing::ScopedTempDir scratch;
   ASSERT_TRUE(scratch.valid());
   const fs::path dir = testing::build_model_or_fail(GetParam(), scratch.path());
