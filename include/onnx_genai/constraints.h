@@ -68,12 +68,16 @@ class CompiledConstraint {
                                                              std::shared_ptr<const ConstraintVocabulary> vocabulary);
   ~CompiledConstraint();
   const ConstraintVocabulary& vocabulary() const { return *vocabulary_; }
+  // The language is empty (the schema false, a $ref loop that never reaches a value): every
+  // mask is empty, so a generator must refuse it up front.
+  bool matches_nothing() const { return matches_nothing_; }
   constraints::CompiledState& state() { return *state_; }
 
  private:
   CompiledConstraint() = default;
   std::shared_ptr<const ConstraintVocabulary> vocabulary_;
   std::unique_ptr<constraints::CompiledState> state_;
+  bool matches_nothing_ = false;
 };
 
 // One sequence's position in the language.

@@ -80,26 +80,26 @@ std::string pointer_child(const std::string& pointer, const std::string& key) {
 }
 
 Result<Symbol> SchemaCompiler::compile(const OrderedJson& schema, const std::string& pointer, int depth) {
-  if (depth > kMaxDepth) return OG_ERROR("json schema: nested deeper than ", kMaxDepth, " at ", pointer);
+  if (depth > kMaxDepth) return OG_ERROR("json schema: nested deeper than ", kMaxDepth, " at ", shown(pointer));
   if (schema.is_boolean()) return schema.get<bool>() ? json_.any_value() : R::ref(g_.nothing("false"));
-  if (!schema.is_object()) return OG_ERROR("json schema: expected an object or a boolean at ", pointer.empty() ? "/" : pointer);
+  if (!schema.is_object()) return OG_ERROR("json schema: expected an object or a boolean at ", shown(pointer));
   for (const auto& [key, value] : schema.items()) {
     if (!kAnnotations.count(key) && !kSupported.count(key)) {
-      return OG_ERROR("json schema: unsupported keyword \"", key, "\" at ", pointer.empty() ? "/" : pointer);
+      return OG_ERROR("json schema: unsupported keyword \"", key, "\" at ", shown(pointer));
     }
   }
   if (!pointer.empty() && schema.contains("$id")) {
-    return OG_ERROR("json schema: unsupported keyword \"$id\" in a subschema (it changes the base URI) at ", pointer);
+    return OG_ERROR("json schema: unsupported keyword \"$id\" in a subschema (it changes the base URI) at ", shown(pointer));
   }
   return compile_object_schema(schema, pointer, depth);
 }
 
 Result<Symbol> SchemaCompiler::compile_object_schema(const OrderedJson& schema, const std::string& pointer, int depth) {
   if (auto ref = schema.find("$ref"); ref != schema.end()) {
-    if (!ref->is_string()) return OG_ERROR("json schema: \"$ref\" must be a string at ", pointer);
+    if (!ref->is_string()) return OG_ERROR("json schema: \"$ref\" must be a string at ", shown(pointer));
     // Draft-07 ignores a $ref's siblings; 2020-12 applies them, which would be an intersection.
     if (draft_ == SchemaDraft::k2020_12 && !only_annotations(schema, "$ref")) {
-      return OG_ERROR("json schema: unsupported keyword \"$ref\" with sibling keywords at ", pointer);
+      return OG_ERROR("json schema: unsupported keyword \"$ref\" with sibling keywords at ", shown(pointer));
     }
     return compile_ref(ref->get<std::string>(), pointer, depth);
   }
@@ -134,7 +134,7 @@ Result<std::set<std::string>> SchemaCompiler::types_of(const OrderedJson& schema
   for (const auto& t : list) {
     const std::string name = t.is_string() ? t.get<std::string>() : "";
     if (!kAllTypes.count(name) && name != "integer") {
-      return OG_ERROR("json schema: \"type\" ", t.dump(), " is not a JSON Schema type at ", pointer);
+      return OG_ERROR("json schema: \"type\" ", t.dump(), " is not a JSON Schema type at ", shown(pointer));
     }
     out.insert(name);
   }
@@ -143,11 +143,11 @@ Result<std::set<std::string>> SchemaCompiler::types_of(const OrderedJson& schema
 
 Result<const OrderedJson*> SchemaCompiler::resolve(const std::string& ref, const std::string& pointer) const {
   if (ref.empty() || ref[0] != '#') {
-    return OG_ERROR("json schema: unsupported keyword \"$ref\" to \"", ref, "\" (only refs inside the document, \"#...\") at ", pointer);
+    return OG_ERROR("json schema: unsupported keyword \"$ref\" to \"", ref, "\" (only refs inside the document, \"#...\") at ", shown(pointer));
   }
   const std::string fragment = percent_decode(ref.substr(1));
   if (!fragment.empty() && fragment[0] != '/') {
-    return OG_ERROR("json schema: unsupported keyword \"$ref\" to the anchor \"", ref, "\" at ", pointer);
+    return OG_ERROR("json schema: unsupported keyword \"$ref\" to the anchor \"", ref, "\" at ", shown(pointer));
   }
   const OrderedJson* node = &root_;
   for (size_t at = 0; at < fragment.size();) {
@@ -168,7 +168,7 @@ Result<const OrderedJson*> SchemaCompiler::resolve(const std::string& ref, const
                std::stoul(token) < node->size()) {
       node = &(*node)[std::stoul(token)];
     } else {
-      return OG_ERROR("json schema: \"$ref\" \"", ref, "\" does not resolve at ", pointer);
+      return OG_ERROR("json schema: \"$ref\" \"", ref, "\" does not resolve at ", shown(pointer));
     }
   }
   return node;
@@ -199,10 +199,10 @@ Result<OrderedJson> SchemaCompiler::merge(OrderedJson a, const OrderedJson& b, c
   for (const OrderedJson* side : std::initializer_list<const OrderedJson*>{&a, &b}) {
     const OrderedJson& other = side == &a ? b : a;
     if (side->contains("additionalProperties") && (*side)["additionalProperties"] != true && declares_outside(other, *side)) {
-      return OG_ERROR("json schema: unsupported keyword \"allOf\" (additionalProperties next to another branch's properties) at ", pointer);
+      return OG_ERROR("json schema: unsupported keyword \"allOf\" (additionalProperties next to another branch's properties) at ", shown(pointer));
     }
     if (side->contains("additionalItems") && other.contains("items")) {
-      return OG_ERROR("json schema: unsupported keyword \"allOf\" (additionalItems next to another branch's items) at ", pointer);
+      return OG_ERROR("json schema: unsupported keyword \"allOf\" (additionalItems next to another branch's items) at ", shown(pointer));
     }
   }
   for (const auto& [key, vb] : b.items()) {
@@ -234,7 +234,7 @@ Result<OrderedJson> SchemaCompiler::merge(OrderedJson a, const OrderedJson& b, c
     } else if ((key == "maxLength" || key == "maxItems" || key == "maximum") && va.is_number() && vb.is_number()) {
       va = std::min(va.get<double>(), vb.get<double>()) == va.get<double>() ? va : vb;
     } else {
-      return OG_ERROR("json schema: unsupported keyword \"allOf\" (branches disagree on \"", key, "\") at ", pointer);
+      return OG_ERROR("json schema: unsupported keyword \"allOf\" (branches disagree on \"", key, "\") at ", shown(pointer));
     }
   }
   return a;
@@ -242,7 +242,7 @@ Result<OrderedJson> SchemaCompiler::merge(OrderedJson a, const OrderedJson& b, c
 
 Result<Symbol> SchemaCompiler::compile_all_of(const OrderedJson& schema, const std::string& pointer, int depth) {
   const OrderedJson& branches = schema["allOf"];
-  if (!branches.is_array() || branches.empty()) return OG_ERROR("json schema: \"allOf\" must be a non-empty array at ", pointer);
+  if (!branches.is_array() || branches.empty()) return OG_ERROR("json schema: \"allOf\" must be a non-empty array at ", shown(pointer));
   OrderedJson merged = schema;
   merged.erase("allOf");
   for (size_t i = 0; i < branches.size(); ++i) {
@@ -268,7 +268,7 @@ Result<Symbol> SchemaCompiler::compile_any_of(const OrderedJson& schema, const c
                                               int depth) {
   const OrderedJson& branches = schema[keyword];
   if (!branches.is_array() || branches.empty()) {
-    return OG_ERROR("json schema: \"", keyword, "\" must be a non-empty array at ", pointer);
+    return OG_ERROR("json schema: \"", keyword, "\" must be a non-empty array at ", shown(pointer));
   }
   OrderedJson rest = schema;
   rest.erase(keyword);
@@ -294,7 +294,7 @@ Result<Symbol> SchemaCompiler::compile_any_of(const OrderedJson& schema, const c
       }
       for (const auto& seen : types) {
         if (types_overlap(seen, t)) {
-          return OG_ERROR("json schema: unsupported keyword \"oneOf\" (branches that may overlap; only oneOf over distinct types) at ", pointer);
+          return OG_ERROR("json schema: unsupported keyword \"oneOf\" (branches that may overlap; only oneOf over distinct types) at ", shown(pointer));
         }
       }
       types.push_back(std::move(t));
@@ -311,12 +311,12 @@ Result<Symbol> SchemaCompiler::compile_any_of(const OrderedJson& schema, const c
 Result<Symbol> SchemaCompiler::compile_enum(const OrderedJson& schema, const std::string& pointer) {
   for (const auto& [key, value] : schema.items()) {
     if (key != "enum" && key != "const" && key != "type" && !kAnnotations.count(key)) {
-      return OG_ERROR("json schema: unsupported keyword \"", key, "\" next to enum/const at ", pointer);
+      return OG_ERROR("json schema: unsupported keyword \"", key, "\" next to enum/const at ", shown(pointer));
     }
   }
   OrderedJson values = OrderedJson::array();
   if (schema.contains("enum")) {
-    if (!schema["enum"].is_array()) return OG_ERROR("json schema: \"enum\" must be an array at ", pointer);
+    if (!schema["enum"].is_array()) return OG_ERROR("json schema: \"enum\" must be an array at ", shown(pointer));
     values = schema["enum"];
   }
   if (schema.contains("const")) {

@@ -52,6 +52,9 @@ class SchemaCompiler {
   std::map<std::string, int32_t> refs_;  // $ref target -> its rule (recursion goes through these)
 };
 
+// A pointer as errors show it: the root, "", as "/".
+inline std::string shown(const std::string& pointer) { return pointer.empty() ? "/" : pointer; }
+
 // Appends a JSON pointer token ("/" + the key with ~ and / escaped).
 std::string pointer_child(const std::string& pointer, const std::string& key);
 

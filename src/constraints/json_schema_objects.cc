@@ -20,7 +20,7 @@ Result<Symbol> SchemaCompiler::compile_object(const OrderedJson& schema, const s
   std::vector<std::string> names;
   std::vector<Symbol> values;
   if (auto it = schema.find("properties"); it != schema.end()) {
-    if (!it->is_object()) return OG_ERROR("json schema: \"properties\" must be an object at ", pointer);
+    if (!it->is_object()) return OG_ERROR("json schema: \"properties\" must be an object at ", shown(pointer));
     for (const auto& [name, sub] : it->items()) {
       OG_ASSIGN_OR_RETURN(const Symbol s, compile(sub, pointer_child(pointer + "/properties", name), depth + 1));
       names.push_back(name);
@@ -36,9 +36,9 @@ Result<Symbol> SchemaCompiler::compile_object(const OrderedJson& schema, const s
   }
   std::vector<bool> required(names.size(), false);
   if (auto it = schema.find("required"); it != schema.end()) {
-    if (!it->is_array()) return OG_ERROR("json schema: \"required\" must be an array at ", pointer);
+    if (!it->is_array()) return OG_ERROR("json schema: \"required\" must be an array at ", shown(pointer));
     for (const auto& name : *it) {
-      if (!name.is_string()) return OG_ERROR("json schema: \"required\" must list strings at ", pointer);
+      if (!name.is_string()) return OG_ERROR("json schema: \"required\" must list strings at ", shown(pointer));
       const auto at = std::find(names.begin(), names.end(), name.get<std::string>());
       if (at != names.end()) {
         required[static_cast<size_t>(at - names.begin())] = true;

@@ -41,10 +41,10 @@ Result<int64_t> count_keyword(const OrderedJson& schema, const char* key, const 
   if (it == schema.end()) return int64_t{-1};
   const bool integral = it->is_number_unsigned() ||
                         (it->is_number_float() && it->get<double>() >= 0 && it->get<double>() == std::floor(it->get<double>()));
-  if (!integral) return OG_ERROR("json schema: \"", key, "\" must be a non-negative integer at ", pointer);
+  if (!integral) return OG_ERROR("json schema: \"", key, "\" must be a non-negative integer at ", shown(pointer));
   const double value = it->get<double>();
   if (value > static_cast<double>(kMaxRepeat)) {
-    return OG_ERROR("json schema: unsupported keyword \"", key, "\" above ", kMaxRepeat, " at ", pointer);
+    return OG_ERROR("json schema: unsupported keyword \"", key, "\" above ", kMaxRepeat, " at ", shown(pointer));
   }
   return static_cast<int64_t>(value);
 }
@@ -58,7 +58,7 @@ Result<Symbol> SchemaCompiler::compile_type(const std::string& type, const Order
   if (type == "number") {
     for (const char* key : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
       if (schema.contains(key)) {
-        return OG_ERROR("json schema: unsupported keyword \"", key, "\" on non-integer numbers at ", pointer);
+        return OG_ERROR("json schema: unsupported keyword \"", key, "\" on non-integer numbers at ", shown(pointer));
       }
     }
     return json_.number();
@@ -76,22 +76,22 @@ Result<Symbol> SchemaCompiler::compile_string(const OrderedJson& schema, const s
   const char* regex = nullptr;
   std::string pattern;
   if (auto it = schema.find("pattern"); it != schema.end()) {
-    if (!it->is_string()) return OG_ERROR("json schema: \"pattern\" must be a string at ", pointer);
+    if (!it->is_string()) return OG_ERROR("json schema: \"pattern\" must be a string at ", shown(pointer));
     pattern = it->get<std::string>();
     regex = pattern.c_str();
   }
   if (auto it = schema.find("format"); it != schema.end()) {
     const std::string format = it->is_string() ? it->get<std::string>() : it->dump();
-    if (regex != nullptr) return OG_ERROR("json schema: unsupported keyword \"format\" next to \"pattern\" at ", pointer);
+    if (regex != nullptr) return OG_ERROR("json schema: unsupported keyword \"format\" next to \"pattern\" at ", shown(pointer));
     regex = format_regex(format);
-    if (regex == nullptr) return OG_ERROR("json schema: unsupported keyword \"format\" \"", format, "\" at ", pointer);
+    if (regex == nullptr) return OG_ERROR("json schema: unsupported keyword \"format\" \"", format, "\" at ", shown(pointer));
   }
   if (regex == nullptr) return json_.string(std::max<int64_t>(min, 0), max);
   // A regex and a length would need the intersection of two languages.
-  if (lengths) return OG_ERROR("json schema: unsupported keyword \"minLength\"/\"maxLength\" next to pattern/format at ", pointer);
+  if (lengths) return OG_ERROR("json schema: unsupported keyword \"minLength\"/\"maxLength\" next to pattern/format at ", shown(pointer));
   const RegexOptions options{TextEncoding::kJsonString, /*search=*/!pattern.empty()};
   Result<int32_t> body = add_regex(g_, regex, options);
-  if (!body) return body.status().with_context("json schema: \"pattern\" at " + pointer);
+  if (!body) return body.status().with_context("json schema: \"pattern\" at " + shown(pointer));
   const int32_t rule = g_.new_rule("pattern string");
   g_.add_alt(rule, {g_.byte('"'), R::ref(*body), g_.byte('"')});
   return R::ref(rule);
@@ -103,12 +103,12 @@ Result<Symbol> SchemaCompiler::compile_integer(const OrderedJson& schema, const 
   for (const char* key : {"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"}) {
     auto it = schema.find(key);
     if (it == schema.end()) continue;
-    if (!it->is_number()) return OG_ERROR("json schema: \"", key, "\" must be a number at ", pointer);
+    if (!it->is_number()) return OG_ERROR("json schema: \"", key, "\" must be a number at ", shown(pointer));
     const double v = it->get<double>();
     const std::string k = key;
     double bound = k == "minimum" ? std::ceil(v) : k == "exclusiveMinimum" ? std::floor(v) + 1
                  : k == "maximum" ? std::floor(v) : std::ceil(v) - 1;
-    if (!(std::fabs(bound) < 9.2e18)) return OG_ERROR("json schema: \"", key, "\" outside the 64-bit integers at ", pointer);
+    if (!(std::fabs(bound) < 9.2e18)) return OG_ERROR("json schema: \"", key, "\" outside the 64-bit integers at ", shown(pointer));
     const auto b = static_cast<int64_t>(bound);
     if (k.find("inimum") != std::string::npos) lo = lo ? std::max(*lo, b) : b;
     else hi = hi ? std::min(*hi, b) : b;
@@ -122,7 +122,7 @@ Result<Symbol> SchemaCompiler::compile_array(const OrderedJson& schema, const st
   OG_ASSIGN_OR_RETURN(const int64_t max, count_keyword(schema, "maxItems", pointer));
   min = std::max<int64_t>(min, 0);
   if (schema.contains("uniqueItems") && schema["uniqueItems"] != false && !(max >= 0 && max <= 1)) {
-    return OG_ERROR("json schema: unsupported keyword \"uniqueItems\" at ", pointer);
+    return OG_ERROR("json schema: unsupported keyword \"uniqueItems\" at ", shown(pointer));
   }
   // Draft-07: "items" as an array is the prefix and additionalItems the rest; 2020-12 spells
   // these prefixItems and items.
@@ -130,16 +130,16 @@ Result<Symbol> SchemaCompiler::compile_array(const OrderedJson& schema, const st
   const OrderedJson* rest = nullptr;
   std::string prefix_key = "prefixItems", rest_key = "items";
   if (draft_ == SchemaDraft::kDraft7) {
-    if (schema.contains("prefixItems")) return OG_ERROR("json schema: unsupported keyword \"prefixItems\" in draft-07 at ", pointer);
+    if (schema.contains("prefixItems")) return OG_ERROR("json schema: unsupported keyword \"prefixItems\" in draft-07 at ", shown(pointer));
     if (schema.contains("items") && schema["items"].is_array()) {
       prefix_key = "items", rest_key = "additionalItems";
     }
   } else if (schema.contains("additionalItems")) {
-    return OG_ERROR("json schema: unsupported keyword \"additionalItems\" in draft 2020-12 at ", pointer);
+    return OG_ERROR("json schema: unsupported keyword \"additionalItems\" in draft 2020-12 at ", shown(pointer));
   }
   if (schema.contains(prefix_key)) prefix = &schema[prefix_key];
   if (schema.contains(rest_key)) rest = &schema[rest_key];
-  if (prefix != nullptr && !prefix->is_array()) return OG_ERROR("json schema: \"", prefix_key, "\" must be an array at ", pointer);
+  if (prefix != nullptr && !prefix->is_array()) return OG_ERROR("json schema: \"", prefix_key, "\" must be an array at ", shown(pointer));
   std::vector<Symbol> items;
   if (prefix != nullptr) {
     for (size_t i = 0; i < prefix->size(); ++i) {

@@ -75,7 +75,8 @@ Result<std::shared_ptr<CompiledConstraint>> CompiledConstraint::compile(
   compiled->vocabulary_ = std::move(vocabulary);
   compiled->state_ = std::make_unique<CompiledState>(std::make_shared<const constraints::Grammar>(std::move(grammar).value()));
   // The start state is computed now so that a grammar the parser cannot even begin fails here.
-  OG_RETURN_IF_ERROR(compiled->state_->automaton.start().status());
+  OG_ASSIGN_OR_RETURN(const int32_t start, compiled->state_->automaton.start());
+  compiled->matches_nothing_ = start == Automaton::kDead;
   return compiled;
 }
 
