@@ -53,6 +53,7 @@ class ConstraintVocabulary {
   int32_t vocab_size() const;
   // The bytes token `id` adds to the text; empty for special, stop and unknown tokens.
   const std::string& token_bytes(int32_t id) const;
+  size_t trie_nodes() const;
   const constraints::TokenTrie& trie() const { return *trie_; }
 
  private:

@@ -1,7 +1,6 @@
 #include "constraints/automaton.h"
 
 #include <algorithm>
-#include <unordered_set>
 
 namespace onnx_genai::constraints {
 
@@ -28,13 +27,13 @@ Result<int32_t> Automaton::node(int32_t position, int32_t below) {
 
 Status Automaton::close(int32_t position, int32_t below, std::vector<int32_t>& out, bool& accepting) {
   const std::vector<int32_t>& code = grammar_->code;
-  std::vector<std::pair<int32_t, int32_t>> work{{position, below}};
-  std::unordered_set<uint64_t> seen;
+  std::vector<std::pair<int32_t, int32_t>>& work = work_;
+  work.assign(1, {position, below});
   while (!work.empty()) {
     auto [pos, stack] = work.back();
     work.pop_back();
     const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(pos)) << 32) | static_cast<uint32_t>(stack);
-    if (!seen.insert(key).second) continue;
+    if (!seen_.insert(key).second) continue;
     const int32_t c = code[static_cast<size_t>(pos)];
     if (c == Grammar::kEnd) {
       if (stack < 0) {
@@ -76,7 +75,8 @@ Result<int32_t> Automaton::intern(std::vector<int32_t> stacks, bool accepting) {
   const auto id = static_cast<int32_t>(states_.size());
   ids.emplace(stacks, id);
   states_.push_back(State{std::move(stacks), accepting});
-  transitions_.resize(states_.size() * 256, kUnknown);
+  transitions_.push_back(std::make_unique<std::array<int32_t, 256>>());
+  transitions_.back()->fill(kUnknown);
   return id;
 }
 
@@ -84,6 +84,7 @@ Result<int32_t> Automaton::start() {
   if (start_ != kUnknown) return start_;
   std::vector<int32_t> stacks;
   bool accepting = false;
+  seen_.clear();
   OG_RETURN_IF_ERROR(close(0, -1, stacks, accepting));
   OG_ASSIGN_OR_RETURN(start_, intern(std::move(stacks), accepting));
   return start_;
@@ -94,6 +95,7 @@ Result<int32_t> Automaton::compute_next(int32_t state, uint8_t byte) {
   bool accepting = false;
   // Copied: close() may add states' nodes, and intern() grows states_.
   const std::vector<int32_t> from = states_[static_cast<size_t>(state)].stacks;
+  seen_.clear();  // shared by the closures of all stacks: each (position, below) expands once
   for (const int32_t id : from) {
     const Node n = nodes_[static_cast<size_t>(id)];
     const int32_t cls = grammar_->code[static_cast<size_t>(n.position)];
@@ -101,7 +103,7 @@ Result<int32_t> Automaton::compute_next(int32_t state, uint8_t byte) {
     OG_RETURN_IF_ERROR(close(n.position + 1, n.below, stacks, accepting));
   }
   OG_ASSIGN_OR_RETURN(const int32_t next, intern(std::move(stacks), accepting));
-  transitions_[static_cast<size_t>(state) * 256 + byte] = next;
+  (*transitions_[static_cast<size_t>(state)])[byte] = next;
   return next;
 }
 

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "constraints/grammar.h"
@@ -38,16 +39,20 @@ class Automaton {
   // The state after `byte`, or kDead when no sentence continues that way.
   Result<int32_t> next(int32_t state, uint8_t byte) {
     if (state == kDead) return kDead;  // the empty language starts dead
-    const int32_t cached = transitions_[static_cast<size_t>(state) * 256 + byte];
+    const int32_t cached = (*transitions_[static_cast<size_t>(state)])[byte];
     if (cached != kUnknown) return cached;
     return compute_next(state, byte);
   }
+  // The successor if already computed, else kUnknown (the mask walk's fast path: no Result).
+  int32_t cached_next(int32_t state, uint8_t byte) const {
+    return (*transitions_[static_cast<size_t>(state)])[byte];
+  }
+  static constexpr int32_t kUnknown = -2;
   // Whether the text so far is a whole sentence.
   bool accepting(int32_t state) const { return state != kDead && states_[static_cast<size_t>(state)].accepting; }
   size_t state_count() const { return states_.size(); }
 
  private:
-  static constexpr int32_t kUnknown = -2;
   struct Node {
     int32_t position;
     int32_t below;  // node id, or -1 at the bottom
@@ -71,7 +76,12 @@ class Automaton {
   std::unordered_map<uint64_t, int32_t> node_ids_;
   std::vector<State> states_;
   std::unordered_map<std::vector<int32_t>, int32_t, VectorHash> state_ids_[2];  // by accepting
-  std::vector<int32_t> transitions_;  // state * 256 + byte -> state, kDead or kUnknown
+  // state -> byte -> state, kDead or kUnknown; a row per state, so that adding a state never
+  // copies the others (a mask computed while the table grows would stall on the copy).
+  std::vector<std::unique_ptr<std::array<int32_t, 256>>> transitions_;
+  // Scratch of close(), kept to save allocations: frames to expand, and those expanded.
+  std::vector<std::pair<int32_t, int32_t>> work_;
+  std::unordered_set<uint64_t> seen_;
   int32_t start_ = kUnknown;
 };
 

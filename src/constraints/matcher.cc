@@ -25,7 +25,10 @@ Status walk_token_trie(Automaton& automaton, const TokenTrie& trie, int32_t stat
   states[0] = state;
   for (size_t i = 0; i < nodes.size();) {
     const TokenTrie::Node& n = nodes[i];
-    OG_ASSIGN_OR_RETURN(const int32_t next, automaton.next(states[n.depth - 1u], n.byte));
+    int32_t next = automaton.cached_next(states[n.depth - 1u], n.byte);
+    if (next == Automaton::kUnknown) {
+      OG_ASSIGN_OR_RETURN(next, automaton.next(states[n.depth - 1u], n.byte));
+    }
     if (next == Automaton::kDead) {
       i = static_cast<size_t>(n.subtree_end);
       continue;
@@ -54,6 +57,7 @@ Result<std::shared_ptr<const ConstraintVocabulary>> ConstraintVocabulary::create
 ConstraintVocabulary::~ConstraintVocabulary() = default;
 int32_t ConstraintVocabulary::vocab_size() const { return trie_->vocab_size(); }
 const std::string& ConstraintVocabulary::token_bytes(int32_t id) const { return trie_->bytes(id); }
+size_t ConstraintVocabulary::trie_nodes() const { return trie_->nodes().size(); }
 
 Result<std::shared_ptr<CompiledConstraint>> CompiledConstraint::compile(
     const ConstraintSpec& spec, std::shared_ptr<const ConstraintVocabulary> vocabulary) {
