@@ -92,7 +92,8 @@ struct GeneratorParams {
   bool skip_special_tokens = true;   // in the text stream
   // Structured output: every sequence's text is kept a prefix of the constraint's language, and
   // eos comes only once it is a whole sentence (include/onnx_genai/constraints.h). Masked rows
-  // are sampled on the host.
+  // are sampled on the host, and sampling.no_repeat_ngram_size does not apply to them (grammars
+  // force repeats: indentation, "}, {").
   std::optional<ConstraintSpec> constraint;
 };
 

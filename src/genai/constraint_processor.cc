@@ -51,6 +51,9 @@ Result<std::shared_ptr<CompiledConstraint>> compile_constraint(const ModelParts&
 }
 
 void add_constraint_processor(std::shared_ptr<CompiledConstraint> constraint, LogitProcessorChain& chain) {
+  // A grammar often forces repeats (indentation, "}, {", a key's quotes), and an n-gram ban on the
+  // only allowed token leaves nothing to sample: the hard constraint wins over the heuristic.
+  std::erase_if(chain, [](const std::unique_ptr<LogitProcessor>& p) { return p->name() == "no_repeat_ngram"; });
   chain.insert(chain.begin(), std::make_unique<ConstraintProcessor>(std::move(constraint)));
 }
 

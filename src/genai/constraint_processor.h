@@ -21,7 +21,8 @@ namespace onnx_genai::genai {
 // matches nothing, or a model without a tokenizer.
 Result<std::shared_ptr<CompiledConstraint>> compile_constraint(const ModelParts& model, const GeneratorParams& params);
 
-// Puts a processor masking what `constraint` forbids at the front of `chain`.
+// Puts a processor masking what `constraint` forbids at the front of `chain`, and takes out the
+// no_repeat_ngram ban, which a grammar's forced repeats would run into.
 void add_constraint_processor(std::shared_ptr<CompiledConstraint> constraint, LogitProcessorChain& chain);
 
 }  // namespace onnx_genai::genai
