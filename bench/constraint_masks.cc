@@ -82,6 +82,56 @@ void naive_mask(const std::shared_ptr<CompiledConstraint>& compiled, const std::
   }
 }
 
+struct SchemaTimes {
+  double first_ms = -1;  // compile + first mask; -1 when the schema did not compile
+  Stats cold, warm, naive;
+};
+
+// One schema: a fresh compile, a walk timing each mask (cold), the same walk again (warm), and
+// the naive mask at `naive_steps` points of the walk. Prints the schema's row.
+SchemaTimes time_schema(const nlohmann::json& entry, const std::shared_ptr<const ConstraintVocabulary>& vocab, int32_t eos,
+                        int steps, int naive_steps, std::mt19937_64& rng) {
+  SchemaTimes t;
+  const std::string name = entry["name"].get<std::string>();
+  const auto start = Clock::now();
+  auto compiled = CompiledConstraint::compile({ConstraintKind::kJsonSchema, entry["schema"].dump()}, vocab);
+  if (!compiled) {
+    std::printf("%-12s %s\n", name.c_str(), compiled.status().message().c_str());
+    return t;
+  }
+  ConstraintMatcher m(*compiled);
+  std::vector<uint64_t> mask(m.mask_words());
+  std::vector<int32_t> walk;
+  for (int step = 0; step < steps; ++step) {
+    const auto a = Clock::now();
+    (void)m.compute_mask(mask);
+    const auto b = Clock::now();
+    if (step == 0) t.first_ms = micros(start, b) / 1e3;
+    t.cold.add(micros(a, b));
+    const int32_t id = pick(mask, *vocab, eos, rng);
+    if (id < 0 || id == eos) break;
+    (void)m.accept_token(id);
+    walk.push_back(id);
+  }
+  ConstraintMatcher again(*compiled);
+  for (const int32_t id : walk) {
+    const auto a = Clock::now();
+    (void)again.compute_mask(mask);
+    t.warm.add(micros(a, Clock::now()));
+    (void)again.accept_token(id);
+  }
+  for (int k = 0; k < naive_steps && k < static_cast<int>(walk.size()); ++k) {
+    const size_t at = walk.size() * static_cast<size_t>(k) / static_cast<size_t>(naive_steps);
+    const auto a = Clock::now();
+    naive_mask(*compiled, std::vector<int32_t>(walk.begin(), walk.begin() + static_cast<std::ptrdiff_t>(at)),
+               vocab->vocab_size(), mask);
+    t.naive.add(micros(a, Clock::now()));
+  }
+  std::printf("%-12s %9.2f %6zu %10.1f %10.1f %10.1f %10.1f %10.1f\n", name.c_str(), t.first_ms, t.cold.samples.size(),
+              t.cold.mean(), t.cold.quantile(0.99), t.cold.max(), t.warm.mean(), t.naive.mean());
+  return t;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -121,46 +171,12 @@ int main(int argc, char** argv) {
   Stats all_cold, all_warm, all_naive, all_first;
   std::mt19937_64 rng(seed);
   for (const auto& entry : corpus) {
-    const auto start = Clock::now();
-    auto compiled = CompiledConstraint::compile({ConstraintKind::kJsonSchema, entry["schema"].dump()}, *vocab);
-    if (!compiled) {
-      std::printf("%-12s %s\n", entry["name"].get<std::string>().c_str(), compiled.status().message().c_str());
-      continue;
-    }
-    ConstraintMatcher m(*compiled);
-    std::vector<uint64_t> mask(m.mask_words());
-    Stats cold, warm, naive;
-    std::vector<int32_t> walk;
-    for (int step = 0; step < steps; ++step) {
-      const auto a = Clock::now();
-      (void)m.compute_mask(mask);
-      const auto b = Clock::now();
-      if (step == 0) all_first.add(micros(start, b));
-      cold.add(micros(a, b));
-      const int32_t id = pick(mask, **vocab, eos, rng);
-      if (id < 0 || id == eos) break;
-      (void)m.accept_token(id);
-      walk.push_back(id);
-    }
-    ConstraintMatcher again(*compiled);
-    for (const int32_t id : walk) {
-      const auto a = Clock::now();
-      (void)again.compute_mask(mask);
-      warm.add(micros(a, Clock::now()));
-      (void)again.accept_token(id);
-    }
-    for (int k = 0; k < naive_steps && k < static_cast<int>(walk.size()); ++k) {
-      const size_t at = walk.size() * static_cast<size_t>(k) / static_cast<size_t>(naive_steps);
-      const auto a = Clock::now();
-      naive_mask(*compiled, std::vector<int32_t>(walk.begin(), walk.begin() + static_cast<std::ptrdiff_t>(at)), vocab_size, mask);
-      naive.add(micros(a, Clock::now()));
-    }
-    std::printf("%-12s %9.2f %6zu %10.1f %10.1f %10.1f %10.1f %10.1f\n", entry["name"].get<std::string>().c_str(),
-                all_first.samples.back() / 1e3, cold.samples.size(), cold.mean(), cold.quantile(0.99), cold.max(), warm.mean(),
-                naive.mean());
-    for (double v : cold.samples) all_cold.add(v);
-    for (double v : warm.samples) all_warm.add(v);
-    for (double v : naive.samples) all_naive.add(v);
+    SchemaTimes t = time_schema(entry, *vocab, eos, steps, naive_steps, rng);
+    if (t.first_ms < 0) continue;
+    all_first.add(t.first_ms * 1e3);
+    for (double v : t.cold.samples) all_cold.add(v);
+    for (double v : t.warm.samples) all_warm.add(v);
+    for (double v : t.naive.samples) all_naive.add(v);
   }
   std::printf("\nall schemas, microseconds per mask (vocabulary %d):\n", vocab_size);
   std::printf("  cold (fresh compile per schema): mean %.1f  p99 %.1f  max %.1f  (%zu masks)\n", all_cold.mean(),

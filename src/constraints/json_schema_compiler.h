@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -11,6 +12,16 @@
 #include "constraints/json_schema.h"
 
 namespace onnx_genai::constraints {
+
+// An object schema's members: declared properties (with required ones it names but does not
+// declare appended), each as a `"name": value` symbol, and the symbol of any other member.
+struct ObjectMembers {
+  std::vector<std::string> names;
+  std::vector<Symbol> members;
+  std::vector<bool> required;
+  std::optional<Symbol> other;  // unset: additionalProperties false
+  bool unsatisfiable = false;   // a required name no member may carry
+};
 
 class SchemaCompiler {
  public:
@@ -42,6 +53,7 @@ class SchemaCompiler {
   Result<Symbol> compile_integer(const OrderedJson& schema, const std::string& pointer);
   Result<Symbol> compile_array(const OrderedJson& schema, const std::string& pointer, int depth);
   Result<Symbol> compile_object(const OrderedJson& schema, const std::string& pointer, int depth);
+  Result<ObjectMembers> object_members(const OrderedJson& schema, const std::string& pointer, int depth);
   // A key outside `names`, as a string literal without escapes (so it cannot spell one of them).
   Symbol other_key(const std::vector<std::string>& names);
 

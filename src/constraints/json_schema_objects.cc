@@ -16,14 +16,14 @@ using R = GrammarBuilder;
 
 }  // namespace
 
-Result<Symbol> SchemaCompiler::compile_object(const OrderedJson& schema, const std::string& pointer, int depth) {
-  std::vector<std::string> names;
+Result<ObjectMembers> SchemaCompiler::object_members(const OrderedJson& schema, const std::string& pointer, int depth) {
+  ObjectMembers m;
   std::vector<Symbol> values;
   if (auto it = schema.find("properties"); it != schema.end()) {
     if (!it->is_object()) return OG_ERROR("json schema: \"properties\" must be an object at ", shown(pointer));
     for (const auto& [name, sub] : it->items()) {
       OG_ASSIGN_OR_RETURN(const Symbol s, compile(sub, pointer_child(pointer + "/properties", name), depth + 1));
-      names.push_back(name);
+      m.names.push_back(name);
       values.push_back(s);
     }
   }
@@ -34,42 +34,49 @@ Result<Symbol> SchemaCompiler::compile_object(const OrderedJson& schema, const s
   } else if (*additional != false) {
     OG_ASSIGN_OR_RETURN(other_value, compile(*additional, pointer + "/additionalProperties", depth + 1));
   }
-  std::vector<bool> required(names.size(), false);
+  m.required.assign(m.names.size(), false);
   if (auto it = schema.find("required"); it != schema.end()) {
     if (!it->is_array()) return OG_ERROR("json schema: \"required\" must be an array at ", shown(pointer));
     for (const auto& name : *it) {
       if (!name.is_string()) return OG_ERROR("json schema: \"required\" must list strings at ", shown(pointer));
-      const auto at = std::find(names.begin(), names.end(), name.get<std::string>());
-      if (at != names.end()) {
-        required[static_cast<size_t>(at - names.begin())] = true;
+      const auto at = std::find(m.names.begin(), m.names.end(), name.get<std::string>());
+      if (at != m.names.end()) {
+        m.required[static_cast<size_t>(at - m.names.begin())] = true;
         continue;
       }
       // Required but not declared: an additional property that must be there.
-      if (!other_value) return R::ref(g_.nothing("unsatisfiable required"));
-      names.push_back(name.get<std::string>());
+      if (!other_value) {
+        m.unsatisfiable = true;
+        return m;
+      }
+      m.names.push_back(name.get<std::string>());
       values.push_back(*other_value);
-      required.push_back(true);
+      m.required.push_back(true);
     }
   }
-  std::vector<Symbol> members;
-  for (size_t i = 0; i < names.size(); ++i) {
-    const int32_t member = g_.new_rule("member " + names[i]);
-    g_.add_alt(member, {json_.string_literal(names[i]), json_.ws(), g_.byte(':'), json_.ws(), values[i]});
-    members.push_back(R::ref(member));
+  for (size_t i = 0; i < m.names.size(); ++i) {
+    const int32_t member = g_.new_rule("member " + m.names[i]);
+    g_.add_alt(member, {json_.string_literal(m.names[i]), json_.ws(), g_.byte(':'), json_.ws(), values[i]});
+    m.members.push_back(R::ref(member));
   }
-  std::optional<Symbol> other;
   if (other_value) {
     const int32_t member = g_.new_rule("other member");
-    g_.add_alt(member, {other_key(names), json_.ws(), g_.byte(':'), json_.ws(), *other_value});
-    other = R::ref(member);
+    g_.add_alt(member, {other_key(m.names), json_.ws(), g_.byte(':'), json_.ws(), *other_value});
+    m.other = R::ref(member);
   }
-  const size_t k = names.size();
+  return m;
+}
+
+Result<Symbol> SchemaCompiler::compile_object(const OrderedJson& schema, const std::string& pointer, int depth) {
+  OG_ASSIGN_OR_RETURN(const ObjectMembers m, object_members(schema, pointer, depth));
+  if (m.unsatisfiable) return R::ref(g_.nothing("unsatisfiable required"));
+  const size_t k = m.names.size();
   const Symbol comma = g_.byte(','), close = g_.byte('}');
   // first -> the members' states; a state lists "}" when allowed, then each member that may come
   // next, then another key.
   const int32_t first = g_.new_rule("object start " + pointer);
   std::vector<int32_t> states;
-  // Alternatives of `rule` moving to `state` via member m (or another key); `lead` is "," ws or nothing.
+  // An alternative of `rule`: (lead ? "," ws : nothing) member ws state.
   const auto step = [&](int32_t rule, bool lead, Symbol member, int32_t state) {
     std::vector<Symbol> seq;
     if (lead) seq = {comma, json_.ws()};
@@ -77,9 +84,10 @@ Result<Symbol> SchemaCompiler::compile_object(const OrderedJson& schema, const s
     g_.add_alt(rule, std::move(seq));
   };
   if (k <= kMaxAnyOrderProperties) {
+    // states[s]: the members in bit set s are present.
     const size_t subsets = size_t{1} << k;
     size_t needed = 0;
-    for (size_t i = 0; i < k; ++i) needed |= required[i] ? size_t{1} << i : 0;
+    for (size_t i = 0; i < k; ++i) needed |= m.required[i] ? size_t{1} << i : 0;
     for (size_t s = 0; s < subsets; ++s) states.push_back(g_.new_rule("object " + pointer));
     for (size_t s = 0; s <= subsets; ++s) {
       const bool is_first = s == subsets;
@@ -87,9 +95,9 @@ Result<Symbol> SchemaCompiler::compile_object(const OrderedJson& schema, const s
       const int32_t rule = is_first ? first : states[s];
       if ((present & needed) == needed) g_.add_alt(rule, {close});
       for (size_t i = 0; i < k; ++i) {
-        if (!(present & (size_t{1} << i))) step(rule, !is_first, members[i], states[present | (size_t{1} << i)]);
+        if (!(present & (size_t{1} << i))) step(rule, !is_first, m.members[i], states[present | (size_t{1} << i)]);
       }
-      if (other) step(rule, !is_first, *other, states[present]);
+      if (m.other) step(rule, !is_first, *m.other, states[present]);
     }
   } else {
     // states[i]: declared members before i are done or skipped.
@@ -98,14 +106,14 @@ Result<Symbol> SchemaCompiler::compile_object(const OrderedJson& schema, const s
       const bool is_first = i == k + 1;
       const size_t from = is_first ? 0 : i;
       const int32_t rule = is_first ? first : states[i];
-      const bool rest_optional = std::none_of(required.begin() + static_cast<std::ptrdiff_t>(from), required.end(),
+      const bool rest_optional = std::none_of(m.required.begin() + static_cast<std::ptrdiff_t>(from), m.required.end(),
                                               [](bool r) { return r; });
       if (rest_optional) g_.add_alt(rule, {close});
       for (size_t j = from; j < k; ++j) {
-        step(rule, !is_first, members[j], states[j + 1]);
-        if (required[j]) break;  // a required member cannot be skipped
+        step(rule, !is_first, m.members[j], states[j + 1]);
+        if (m.required[j]) break;  // a required member cannot be skipped
       }
-      if (other) step(rule, !is_first, *other, states[from]);
+      if (m.other) step(rule, !is_first, *m.other, states[from]);
     }
   }
   const int32_t object = g_.new_rule("object " + pointer);
