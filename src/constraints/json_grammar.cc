@@ -34,9 +34,10 @@ Symbol JsonGrammar::ws() {
 
 Symbol JsonGrammar::string_char() {
   if (char_ >= 0) return R::ref(char_);
-  CharClass raw;
-  raw.add(0x20, CharClass::kMaxCodepoint);
-  char_ = char_class_rule(g_, raw, TextEncoding::kJsonString);
+  // Every character: the JSON-string lowering spells controls, '"' and '\\' as escapes.
+  CharClass all;
+  all.add(0, CharClass::kMaxCodepoint);
+  char_ = char_class_rule(g_, all, TextEncoding::kJsonString);
   // \uXXXX for any non-surrogate: first hex digit not D, or D followed by 0-7.
   ByteSet hex, not_d, low_d;
   for (const char c : std::string("0123456789abcdefABCDEF")) hex.set(static_cast<uint8_t>(c));

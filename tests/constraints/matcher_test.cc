@@ -108,6 +108,17 @@ TEST(Matcher, EmptyLanguagesAreReported) {
   EXPECT_FALSE(compile(v, ConstraintKind::kJsonSchema, R"({"type":"array","items":{"$ref":"#/items"}})")->matches_nothing());
 }
 
+TEST(Matcher, StringsCountEscapesAsOneCharacter) {
+  const TestVocabulary& v = test_vocabulary("qwen3");
+  auto compiled = compile(v, ConstraintKind::kJsonSchema, R"({"type":"string","minLength":2,"maxLength":3})");
+  for (const std::string text : {R"("a\nb")", R"("\u0041\t")", R"("\"\\/")", "\"\xC3\xA9\xF0\x9F\x98\x80\"", R"("\/\b\f")"}) {
+    EXPECT_TRUE(accepts_bytes(compiled, text)) << text;
+  }
+  for (const std::string text : {R"("a")", R"("abcd")", R"("a\nbc")", "\"a\nb\"", R"("\ud800a")", R"("\x41b")", "\"\xC3\""}) {
+    EXPECT_FALSE(accepts_bytes(compiled, text)) << text;
+  }
+}
+
 TEST(Matcher, RecursiveSchemasNest) {
   const TestVocabulary& v = test_vocabulary("qwen3");
   auto compiled = compile(v, ConstraintKind::kJsonSchema,
