@@ -165,6 +165,53 @@ Symbol JsonGrammar::integer(std::optional<int64_t> lo, std::optional<int64_t> hi
   return R::ref(rule);
 }
 
+int32_t JsonGrammar::unsigned_decimal(uint64_t lo, bool lo_exclusive, std::optional<uint64_t> hi, bool hi_exclusive) {
+  const int32_t rule = g_.new_rule("decimal");
+  const Symbol digit = g_.bytes('0', '9');
+  const int32_t any_fraction = g_.new_rule("fraction?");  // ("." digit+)?
+  g_.add_alt(any_fraction, {});
+  g_.add_alt(any_fraction, {g_.byte('.'), R::ref(g_.repeat("digits", digit, 1, -1))});
+  // Integer parts strictly inside the bounds take any fraction: I in [a, hi - 1].
+  const uint64_t a = lo_exclusive ? lo + 1 : lo;
+  if (!hi || (*hi > 0 && *hi - 1 >= a)) {
+    g_.add_alt(rule, {R::ref(unsigned_range(a, hi ? std::optional<uint64_t>(*hi - 1) : std::nullopt)), R::ref(any_fraction)});
+  }
+  // x > lo at I == lo: a fraction that is not all zeros.
+  if (lo_exclusive && (!hi || lo < *hi)) {
+    g_.add_alt(rule, {R::ref(g_.literal(std::to_string(lo))), g_.byte('.'), R::ref(g_.repeat("zeros", g_.byte('0'), 0, -1)),
+                      g_.bytes('1', '9'), R::ref(g_.repeat("digits", digit, 0, -1))});
+  }
+  // x <= hi at I == hi: a fraction of zeros only.
+  if (hi && !hi_exclusive && (*hi > lo || (*hi == lo && !lo_exclusive))) {
+    const int32_t zeros = g_.new_rule("zero fraction?");
+    g_.add_alt(zeros, {});
+    g_.add_alt(zeros, {g_.byte('.'), R::ref(g_.repeat("zeros", g_.byte('0'), 1, -1))});
+    g_.add_alt(rule, {R::ref(g_.literal(std::to_string(*hi))), R::ref(zeros)});
+  }
+  return rule;
+}
+
+Symbol JsonGrammar::number_range(std::optional<Bound> lo, std::optional<Bound> hi) {
+  const int32_t rule = g_.new_rule("number range");
+  const auto magnitude = [](int64_t v) { return static_cast<uint64_t>(-(v + 1)) + 1; };
+  // x >= 0 part: bounds clamped at zero (a negative lower bound does not limit it).
+  if (!hi || hi->value > 0 || (hi->value == 0 && !hi->exclusive)) {
+    const bool positive_lo = lo && lo->value >= 0;
+    const std::optional<uint64_t> top = hi ? std::optional<uint64_t>(static_cast<uint64_t>(hi->value)) : std::nullopt;
+    g_.add_alt(rule, {R::ref(unsigned_decimal(positive_lo ? static_cast<uint64_t>(lo->value) : 0,
+                                              positive_lo && lo->exclusive, top, hi && hi->exclusive))});
+  }
+  // x < 0 part as "-" and a magnitude m > 0: x >= lo is m <= -lo, x <= hi < 0 is m >= -hi.
+  if (!lo || lo->value < 0) {
+    const bool negative_hi = hi && hi->value < 0;
+    const uint64_t m_lo = negative_hi ? magnitude(hi->value) : 0;
+    const bool m_lo_exclusive = negative_hi ? hi->exclusive : true;
+    const std::optional<uint64_t> m_hi = lo ? std::optional<uint64_t>(magnitude(lo->value)) : std::nullopt;
+    g_.add_alt(rule, {g_.byte('-'), R::ref(unsigned_decimal(m_lo, m_lo_exclusive, m_hi, lo && lo->exclusive))});
+  }
+  return R::ref(rule);
+}
+
 Symbol JsonGrammar::any_value() {
   if (value_ >= 0) return R::ref(value_);
   value_ = g_.new_rule("value");

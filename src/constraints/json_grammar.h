@@ -38,6 +38,14 @@ class JsonGrammar {
   // Integers in [lo, hi] (either side open when unset), written canonically (no leading zeros,
   // no "-0").
   Symbol integer(std::optional<int64_t> lo, std::optional<int64_t> hi);
+  // A number bound at an integer value, inclusive or not.
+  struct Bound {
+    int64_t value;
+    bool exclusive;
+  };
+  // Numbers within the bounds, written without an exponent (-?I(.F)?): every sentence is in
+  // range, and numbers in exponent form are left out.
+  Symbol number_range(std::optional<Bound> lo, std::optional<Bound> hi);
   // Exactly `value`: its members in the given order, whitespace allowed between tokens; a float
   // with an integral value may also be written as that integer.
   Symbol value(const OrderedJson& value);
@@ -50,6 +58,8 @@ class JsonGrammar {
   Symbol string_char();
   int32_t unsigned_range(uint64_t lo, std::optional<uint64_t> hi);
   int32_t digits_between(const std::string& lo, const std::string& hi);
+  // Non-negative I(.F)? with lo <(=) value <(=) hi (hi unset: no upper bound).
+  int32_t unsigned_decimal(uint64_t lo, bool lo_exclusive, std::optional<uint64_t> hi, bool hi_exclusive);
 
   GrammarBuilder& g_;
   int32_t ws_ = -1, value_ = -1, object_ = -1, char_ = -1, number_ = -1;

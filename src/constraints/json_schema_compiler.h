@@ -51,6 +51,7 @@ class SchemaCompiler {
   Result<Symbol> compile_type(const std::string& type, const OrderedJson& schema, const std::string& pointer, int depth);
   Result<Symbol> compile_string(const OrderedJson& schema, const std::string& pointer);
   Result<Symbol> compile_integer(const OrderedJson& schema, const std::string& pointer);
+  Result<Symbol> compile_number(const OrderedJson& schema, const std::string& pointer);
   Result<Symbol> compile_array(const OrderedJson& schema, const std::string& pointer, int depth);
   Result<Symbol> compile_object(const OrderedJson& schema, const std::string& pointer, int depth);
   Result<ObjectMembers> object_members(const OrderedJson& schema, const std::string& pointer, int depth);

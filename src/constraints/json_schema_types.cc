@@ -55,14 +55,7 @@ Result<Symbol> SchemaCompiler::compile_type(const std::string& type, const Order
                                             int depth) {
   if (type == "null") return R::ref(g_.literal("null"));
   if (type == "boolean") return R::ref(g_.choice("boolean", {R::ref(g_.literal("true")), R::ref(g_.literal("false"))}));
-  if (type == "number") {
-    for (const char* key : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
-      if (schema.contains(key)) {
-        return OG_ERROR("json schema: unsupported keyword \"", key, "\" on non-integer numbers at ", shown(pointer));
-      }
-    }
-    return json_.number();
-  }
+  if (type == "number") return compile_number(schema, pointer);
   if (type == "integer") return compile_integer(schema, pointer);
   if (type == "string") return compile_string(schema, pointer);
   if (type == "array") return compile_array(schema, pointer, depth);
@@ -95,6 +88,31 @@ Result<Symbol> SchemaCompiler::compile_string(const OrderedJson& schema, const s
   const int32_t rule = g_.new_rule("pattern string");
   g_.add_alt(rule, {g_.byte('"'), R::ref(*body), g_.byte('"')});
   return R::ref(rule);
+}
+
+Result<Symbol> SchemaCompiler::compile_number(const OrderedJson& schema, const std::string& pointer) {
+  // Bounds at integer values only: a decimal bound (1.1) would need digit-by-digit fraction
+  // comparisons, and is refused. The tighter bound wins; at equal values the exclusive one.
+  std::optional<JsonGrammar::Bound> lo, hi;
+  bool bounded = false;
+  for (const char* key : {"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"}) {
+    auto it = schema.find(key);
+    if (it == schema.end()) continue;
+    if (!it->is_number()) return OG_ERROR("json schema: \"", key, "\" must be a number at ", shown(pointer));
+    const double v = it->get<double>();
+    if (v != std::floor(v) || !(std::fabs(v) < 9.2e18)) {
+      return OG_ERROR("json schema: unsupported keyword \"", key, "\" with a non-integer bound on numbers at ", shown(pointer));
+    }
+    bounded = true;
+    const std::string k = key;
+    const JsonGrammar::Bound b{static_cast<int64_t>(v), k.starts_with("exclusive")};
+    if (k.find("inimum") != std::string::npos) {
+      if (!lo || b.value > lo->value || (b.value == lo->value && b.exclusive)) lo = b;
+    } else if (!hi || b.value < hi->value || (b.value == hi->value && b.exclusive)) {
+      hi = b;
+    }
+  }
+  return bounded ? json_.number_range(lo, hi) : json_.number();
 }
 
 Result<Symbol> SchemaCompiler::compile_integer(const OrderedJson& schema, const std::string& pointer) {

@@ -2,6 +2,8 @@
 // special tokens never, rollback, and schema errors that name the keyword and where it is.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "constraint_test_util.h"
 
 namespace onnx_genai::testing {
@@ -82,7 +84,7 @@ TEST(Matcher, RefusedSchemasNameTheKeywordAndWhere) {
   for (const auto& [schema, message] : std::vector<std::pair<std::string, std::string>>{
            {R"({"properties":{"a":{"not":{"type":"string"}}}})", R"(unsupported keyword "not" at /properties/a)"},
            {R"({"type":"array","items":{"patternProperties":{}}})", R"(unsupported keyword "patternProperties" at /items)"},
-           {R"({"type":"number","minimum":0.5})", R"(unsupported keyword "minimum" on non-integer numbers at )"},
+           {R"({"type":"number","minimum":0.5})", R"(unsupported keyword "minimum" with a non-integer bound on numbers at /)"},
            {R"({"$ref":"http://example.com/s.json"})", R"(unsupported keyword "$ref")"},
            {R"({"type":"string","format":"hostname"})", R"(unsupported keyword "format" "hostname")"},
                       {R"({"oneOf":[{"type":"integer"},{"type":"number"}]})", R"(unsupported keyword "oneOf")"},
@@ -116,6 +118,35 @@ TEST(Matcher, StringsCountEscapesAsOneCharacter) {
   }
   for (const std::string text : {R"("a")", R"("abcd")", R"("a\nbc")", "\"a\nb\"", R"("\ud800a")", R"("\x41b")", "\"\xC3\""}) {
     EXPECT_FALSE(accepts_bytes(compiled, text)) << text;
+  }
+}
+
+// Numbers with integer bounds, against the bounds evaluated on the parsed value (strtod).
+TEST(Matcher, NumberBoundsHoldForEveryAcceptedSpelling) {
+  const TestVocabulary& v = test_vocabulary("qwen3");
+  const std::vector<std::string> texts = {"0", "-0", "0.0", "-0.5", "1", "1.0", "1.5", "2", "2.000", "2.01", "-1", "-1.0",
+                                          "-1.01", "-2", "-3.5", "10", "99.99", "100", "100.0", "100.5", "1e1", "007", "-"};
+  for (const std::string schema : {R"({"type":"number","minimum":-1,"maximum":2})", R"({"type":"number","exclusiveMinimum":-2,"exclusiveMaximum":100})",
+                                   R"({"type":"number","minimum":0})", R"({"type":"number","exclusiveMaximum":0})",
+                                   R"({"type":"number","exclusiveMinimum":1,"maximum":1})"}) {
+    auto compiled = compile(v, ConstraintKind::kJsonSchema, schema);
+    const auto bounds = nlohmann::json::parse(schema);
+    for (const std::string& text : texts) {
+      const double x = std::strtod(text.c_str(), nullptr);
+      bool in = text != "007" && text != "-";
+      if (bounds.contains("minimum")) in = in && x >= bounds["minimum"].get<double>();
+      if (bounds.contains("maximum")) in = in && x <= bounds["maximum"].get<double>();
+      if (bounds.contains("exclusiveMinimum")) in = in && x > bounds["exclusiveMinimum"].get<double>();
+      if (bounds.contains("exclusiveMaximum")) in = in && x < bounds["exclusiveMaximum"].get<double>();
+      const bool accepted = accepts_bytes(compiled, text);
+      if (accepted) {
+        EXPECT_TRUE(in) << schema << " accepted " << text;
+      }
+      // Spellings the bounded grammar leaves out: exponents, and -0 (equal to 0).
+      if (in && text != "1e1" && text != "-0") {
+        EXPECT_TRUE(accepted) << schema << " refused " << text;
+      }
+    }
   }
 }
 
