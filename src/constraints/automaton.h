@@ -43,10 +43,10 @@ class Automaton {
     if (cached != kUnknown) return cached;
     return compute_next(state, byte);
   }
-  // The successor if already computed, else kUnknown (the mask walk's fast path: no Result).
-  int32_t cached_next(int32_t state, uint8_t byte) const {
-    return (*transitions_[static_cast<size_t>(state)])[byte];
-  }
+  using Row = std::array<int32_t, 256>;
+  // A state's successors by byte, kUnknown where not computed yet (the mask walk reads these
+  // directly). Rows stay where they are while states are added.
+  const Row& row(int32_t state) const { return *transitions_[static_cast<size_t>(state)]; }
   static constexpr int32_t kUnknown = -2;
   // Whether the text so far is a whole sentence.
   bool accepting(int32_t state) const { return state != kDead && states_[static_cast<size_t>(state)].accepting; }
