@@ -9,7 +9,7 @@
 // lookup per byte. A reference in tail position returns straight to its caller's caller, so
 // repetition by right recursion keeps stacks, and therefore states, from growing.
 //
-// Not thread-safe: the owner (constraint.h's CompiledConstraint) serializes access.
+// Not thread-safe: the owner (CompiledConstraint, include/onnx_genai/constraints.h) serializes access.
 #pragma once
 
 #include <array>

@@ -1,7 +1,6 @@
 #include "constraints/token_trie.h"
 
 #include <algorithm>
-#include <numeric>
 
 namespace onnx_genai::constraints {
 
