@@ -264,6 +264,73 @@ Result<Symbol> SchemaCompiler::compile_all_of(const OrderedJson& schema, const s
   return compile(merged, pointer, depth + 1);
 }
 
+namespace {
+
+// The values a property schema allows when it is a const or an enum; empty otherwise.
+std::vector<OrderedJson> fixed_values(const OrderedJson& schema) {
+  if (!schema.is_object()) return {};
+  if (schema.contains("const")) return {schema["const"]};
+  if (schema.contains("enum") && schema["enum"].is_array()) return std::vector<OrderedJson>(schema["enum"].begin(), schema["enum"].end());
+  return {};
+}
+
+bool lists_required(const OrderedJson& schema, const std::string& name) {
+  if (!schema.is_object() || !schema.contains("required") || !schema["required"].is_array()) return false;
+  const OrderedJson& list = schema["required"];
+  return std::find(list.begin(), list.end(), name) != list.end();
+}
+
+// A property every branch requires with a const/enum value, no value shared by two branches
+// (a tagged union): an object matching one branch cannot match another.
+bool has_discriminator(const std::vector<const OrderedJson*>& branches, const OrderedJson& rest) {
+  const OrderedJson& first = *branches[0];
+  if (!first.contains("properties") || !first["properties"].is_object()) return false;
+  for (const auto& [name, unused] : first["properties"].items()) {
+    std::vector<OrderedJson> seen;
+    bool tagged = true;
+    for (const OrderedJson* b : branches) {
+      const bool present = (lists_required(*b, name) || lists_required(rest, name)) && b->contains("properties") &&
+                           (*b)["properties"].is_object() && (*b)["properties"].contains(name);
+      const std::vector<OrderedJson> values = present ? fixed_values((*b)["properties"][name]) : std::vector<OrderedJson>{};
+      tagged = tagged && !values.empty();
+      for (const OrderedJson& v : values) {
+        tagged = tagged && std::find(seen.begin(), seen.end(), v) == seen.end();
+      }
+      seen.insert(seen.end(), values.begin(), values.end());
+    }
+    if (tagged) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+// Alternation means "at least one"; it is "exactly one" only when branches cannot overlap:
+// branches of distinct types, or objects told apart by a discriminator property.
+Status SchemaCompiler::check_one_of(const OrderedJson& branches, const OrderedJson& rest, const std::string& pointer) const {
+  std::vector<std::set<std::string>> types;
+  std::vector<const OrderedJson*> resolved;
+  bool overlap = false, all_objects = true;
+  for (const OrderedJson& branch : branches) {
+    const OrderedJson* b = &branch;
+    if (b->is_object() && b->contains("$ref") && (*b)["$ref"].is_string()) {
+      OG_ASSIGN_OR_RETURN(b, resolve((*b)["$ref"].get<std::string>(), pointer));
+    }
+    OG_ASSIGN_OR_RETURN(std::set<std::string> t, types_of(*b, pointer));
+    if (rest.contains("type")) {
+      OG_ASSIGN_OR_RETURN(const std::set<std::string> outer, types_of(rest, pointer));
+      std::erase_if(t, [&](const std::string& x) { return !types_overlap({x}, outer); });
+    }
+    for (const auto& seen : types) overlap = overlap || types_overlap(seen, t);
+    all_objects = all_objects && b->is_object() && t == std::set<std::string>{"object"};
+    types.push_back(std::move(t));
+    resolved.push_back(b);
+  }
+  if (!overlap || (all_objects && has_discriminator(resolved, rest))) return Status::ok();
+  return OG_ERROR("json schema: unsupported keyword \"oneOf\" (branches that may overlap; only oneOf over distinct types "
+                  "or objects with a const/enum discriminator) at ", shown(pointer));
+}
+
 Result<Symbol> SchemaCompiler::compile_any_of(const OrderedJson& schema, const char* keyword, const std::string& pointer,
                                               int depth) {
   const OrderedJson& branches = schema[keyword];
@@ -279,27 +346,7 @@ Result<Symbol> SchemaCompiler::compile_any_of(const OrderedJson& schema, const c
     // The parent's other keywords apply to every branch: anyOf(A, B) ∧ P = anyOf(A ∧ P, B ∧ P).
     effective.push_back(has_rest ? OrderedJson{{"allOf", OrderedJson::array({rest, branches[i]})}} : branches[i]);
   }
-  if (std::string_view(keyword) == "oneOf") {
-    // Alternation means "at least one"; it is "exactly one" only when branches cannot overlap.
-    std::vector<std::set<std::string>> types;
-    for (const OrderedJson& branch : branches) {
-      const OrderedJson* b = &branch;
-      if (b->is_object() && b->contains("$ref") && (*b)["$ref"].is_string()) {
-        OG_ASSIGN_OR_RETURN(b, resolve((*b)["$ref"].get<std::string>(), pointer));
-      }
-      OG_ASSIGN_OR_RETURN(std::set<std::string> t, types_of(*b, pointer));
-      if (rest.contains("type")) {
-        OG_ASSIGN_OR_RETURN(const std::set<std::string> outer, types_of(rest, pointer));
-        std::erase_if(t, [&](const std::string& x) { return !types_overlap({x}, outer); });
-      }
-      for (const auto& seen : types) {
-        if (types_overlap(seen, t)) {
-          return OG_ERROR("json schema: unsupported keyword \"oneOf\" (branches that may overlap; only oneOf over distinct types) at ", shown(pointer));
-        }
-      }
-      types.push_back(std::move(t));
-    }
-  }
+  if (std::string_view(keyword) == "oneOf") OG_RETURN_IF_ERROR(check_one_of(branches, rest, pointer));
   const int32_t rule = g_.new_rule(std::string(keyword) + " " + pointer);
   for (size_t i = 0; i < effective.size(); ++i) {
     OG_ASSIGN_OR_RETURN(const Symbol s, compile(effective[i], pointer + "/" + keyword + "/" + std::to_string(i), depth + 1));

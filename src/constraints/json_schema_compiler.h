@@ -42,6 +42,7 @@ class SchemaCompiler {
   Result<Symbol> compile_ref(const std::string& ref, const std::string& pointer, int depth);
   Result<Symbol> compile_all_of(const OrderedJson& schema, const std::string& pointer, int depth);
   Result<Symbol> compile_any_of(const OrderedJson& schema, const char* keyword, const std::string& pointer, int depth);
+  Status check_one_of(const OrderedJson& branches, const OrderedJson& rest, const std::string& pointer) const;
   Result<Symbol> compile_enum(const OrderedJson& schema, const std::string& pointer);
   Result<std::set<std::string>> types_of(const OrderedJson& schema, const std::string& pointer) const;
   Result<const OrderedJson*> resolve(const std::string& ref, const std::string& pointer) const;

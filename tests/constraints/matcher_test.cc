@@ -150,6 +150,27 @@ TEST(Matcher, NumberBoundsHoldForEveryAcceptedSpelling) {
   }
 }
 
+TEST(Matcher, OneOfTaggedUnionsCompileAndOverlapsAreRefused) {
+  const TestVocabulary& v = test_vocabulary("qwen3");
+  auto tagged = compile(v, ConstraintKind::kJsonSchema,
+                        R"({"oneOf":[{"type":"object","properties":{"kind":{"const":"a"},"x":{"type":"integer"}},"required":["kind"]},
+                                     {"type":"object","properties":{"kind":{"enum":["b","c"]},"y":{"type":"string"}},"required":["kind","y"]}]})");
+  EXPECT_TRUE(accepts_bytes(tagged, R"({"kind":"a","x":1})"));
+  EXPECT_TRUE(accepts_bytes(tagged, R"({"kind":"c","y":"z"})"));
+  EXPECT_FALSE(accepts_bytes(tagged, R"({"kind":"b"})"));
+  for (const std::string schema : {
+           // The tag is optional in the second branch: refused (the check wants it required in every branch).
+           R"({"oneOf":[{"type":"object","properties":{"kind":{"const":"a"}},"required":["kind"]},{"type":"object","properties":{"kind":{"const":"b"}}}]})",
+           // Shared tag value.
+           R"({"oneOf":[{"type":"object","properties":{"k":{"enum":["a","b"]}},"required":["k"]},{"type":"object","properties":{"k":{"const":"b"}},"required":["k"]}]})",
+           // Not only objects: a string matches both branches vacuously.
+           R"({"oneOf":[{"properties":{"k":{"const":"a"}},"required":["k"]},{"properties":{"k":{"const":"b"}},"required":["k"]}]})"}) {
+    auto compiled = CompiledConstraint::compile({ConstraintKind::kJsonSchema, schema}, v.vocabulary);
+    ASSERT_FALSE(compiled.is_ok()) << schema;
+    EXPECT_NE(compiled.status().message().find(R"(unsupported keyword "oneOf")"), std::string::npos);
+  }
+}
+
 TEST(Matcher, RecursiveSchemasNest) {
   const TestVocabulary& v = test_vocabulary("qwen3");
   auto compiled = compile(v, ConstraintKind::kJsonSchema,
