@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "onnx_genai/chat_template.h"
+#include "onnx_genai/constraints.h"
 #include "onnx_genai/device.h"
 #include "onnx_genai/sampling.h"
 #include "onnx_genai/session.h"
@@ -96,6 +97,11 @@ struct GeneratorParams {
   int64_t prefill_chunk = 512;       // longest run of prompt tokens per decoder call; 0 = all at once
   bool truncate_prompt_left = false;  // drop a too-long prompt's oldest tokens instead of failing
   bool skip_special_tokens = true;   // in the text stream
+  // Structured output: every sequence's text is kept a prefix of the constraint's language, and
+  // eos comes only once it is a whole sentence (include/onnx_genai/constraints.h). Masked rows
+  // are sampled on the host, and sampling.no_repeat_ngram_size does not apply to them (grammars
+  // force repeats: indentation, "}, {").
+  std::optional<ConstraintSpec> constraint;
 };
 
 enum class FinishReason { kNone, kEos, kStopString, kLength, kAborted };

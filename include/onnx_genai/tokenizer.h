@@ -48,6 +48,10 @@ class Tokenizer {
   // U+FFFD per maximal ill-formed subsequence, as Hugging Face's decoders do.
   Result<std::string> decode(std::span<const int32_t> ids, const DecodeOptions& options = {}) const;
 
+  // The bytes token `id` adds to a text it continues (byte tokens as raw bytes, which may be
+  // part of a UTF-8 character; added tokens as their content). Empty for ids outside the vocabulary.
+  std::string token_bytes(int32_t id) const;
+
   // Number of ids (largest id + 1, added tokens included).
   int32_t vocab_size() const;
   std::optional<int32_t> token_to_id(std::string_view token) const;

@@ -51,6 +51,15 @@ genai::GeneratorParams make_params(const genai::Model& model, const GenerateOpti
   return params;
 }
 
+// --json-schema FILE, --json-object or --regex RE as the generator's constraint.
+Result<std::optional<ConstraintSpec>> read_constraint(const GenerateOptions& options) {
+  if (options.regex) return std::optional<ConstraintSpec>(ConstraintSpec{ConstraintKind::kRegex, *options.regex});
+  if (options.json_object) return std::optional<ConstraintSpec>(ConstraintSpec{ConstraintKind::kJsonObject, ""});
+  if (!options.json_schema_file) return std::optional<ConstraintSpec>();
+  OG_ASSIGN_OR_RETURN(std::string schema, read_input_file(*options.json_schema_file, options.max_input_bytes));
+  return std::optional<ConstraintSpec>(ConstraintSpec{ConstraintKind::kJsonSchema, std::move(schema)});
+}
+
 void print_stats(const genai::Model& model, const genai::Generator& generator, double load_seconds) {
   const genai::GenerationStats& g = generator.stats();
   const SessionStats s = model.session_stats();
@@ -89,6 +98,9 @@ int run_generate(std::span<const std::string> args) {
 
   genai::GeneratorParams params = make_params(**model, *options);
   params.prompts = {std::move(*ids)};
+  auto constraint = read_constraint(*options);
+  if (!constraint.is_ok()) return report(kExitBadInput, constraint.status().message());
+  params.constraint = std::move(*constraint);
   auto generator = genai::Generator::create(**model, params);
   if (!generator.is_ok()) return report(kExitBadInput, generator.status().message());
 

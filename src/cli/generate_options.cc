@@ -32,6 +32,8 @@ OptionTable option_table(GenerateOptions& o) {
   table.valued = {
       {"--prompt", text(o.prompt)},
       {"--system", text(o.system)},
+      {"--json-schema", text(o.json_schema_file)},
+      {"--regex", text(o.regex)},
       {"--stop",
        [&o](const std::string& option, const std::string& value) {
          if (value.empty()) return OG_ERROR(option, " wants a non-empty string");
@@ -54,7 +56,8 @@ OptionTable option_table(GenerateOptions& o) {
        }},
   };
   table.flags = {{"--chat", &o.chat},     {"--greedy", &o.greedy}, {"--ignore-eos", &o.ignore_eos},
-                 {"--truncate", &o.truncate}, {"--stream", &o.stream}, {"--stats", &o.stats}};
+                 {"--truncate", &o.truncate}, {"--stream", &o.stream}, {"--stats", &o.stats},
+                 {"--json-object", &o.json_object}};
   add_model_options(table, o.model);
   add_input_limit_option(table, o.max_input_bytes);
   return table;
@@ -66,6 +69,9 @@ Result<GenerateOptions> parse_generate_options(std::span<const std::string> args
   GenerateOptions options;
   OG_RETURN_IF_ERROR(parse_options(args, option_table(options), options.model_path));
   if (options.system && !options.chat) return OG_ERROR("--system needs --chat");
+  if (int(options.json_schema_file.has_value()) + int(options.json_object) + int(options.regex.has_value()) > 1) {
+    return OG_ERROR("--json-schema, --json-object and --regex exclude each other");
+  }
   return options;
 }
 

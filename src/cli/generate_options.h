@@ -4,6 +4,7 @@
 //   [--ignore-eos] [--prefill-chunk N] [--truncate] [--threads N] [--device cpu|cuda[:N]]
 //   [--mask-at-capacity on|off]
 //   [--stream] [--stats] [--max-input-bytes N]
+//   [--json-schema FILE | --json-object | --regex RE]   (structured output, include/onnx_genai/constraints.h)
 // Options take their value as the next argument or after '=' (--top-k=40).
 #pragma once
 
@@ -37,6 +38,9 @@ struct GenerateOptions {
   bool stream = false;  // print text as it is generated (else once at the end)
   bool stats = false;   // timing and session numbers on stderr
   int64_t max_input_bytes = kDefaultMaxInputBytes;  // of the prompt on stdin
+  std::optional<std::string> json_schema_file;  // output valid under this JSON Schema
+  bool json_object = false;                     // output any JSON object
+  std::optional<std::string> regex;             // output matching this regex in full
 
   // Any of the distribution flags asks for sampling (unless --greedy).
   bool asks_for_sampling() const { return temperature || top_p || min_p || top_k; }

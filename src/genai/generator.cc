@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "genai/decoder_runner.h"
+#include "genai/constraint_processor.h"
 #include "genai/device_sampling.h"
 #include "genai/greedy_output.h"
 #include "genai/kv_cache.h"
@@ -175,6 +176,7 @@ Status Generator::Impl::init_sequences() {
   last.logits.resize(prompts.size());
   last.tokens.resize(prompts.size());
   bool plain_argmax = true, device_sampling = true;
+  OG_ASSIGN_OR_RETURN(std::shared_ptr<CompiledConstraint> constraint, compile_constraint(model, params));
   for (size_t b = 0; b < prompts.size(); ++b) {
     Sequence& row = rows[b];
     const size_t pads = model.io.right_padding ? 0 : widest - prompts[b].size();
@@ -187,6 +189,7 @@ Status Generator::Impl::init_sequences() {
     const int64_t min_new_tokens = params.ignore_eos ? 0 : params.min_new_tokens;
     OG_ASSIGN_OR_RETURN(LogitProcessorChain chain,
                         make_generation_chain(sampling, min_new_tokens, model.info.eos_token_ids));
+    if (constraint) add_constraint_processor(constraint, chain);
     plain_argmax = plain_argmax && takes_plain_argmax(sampling, chain);
     device_sampling = device_sampling && takes_device_sampling(sampling, chain);
     OG_ASSIGN_OR_RETURN(Sampler sampler,

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -9,6 +10,7 @@
 #include "genai/kv_cache.h"
 #include "genai/package.h"
 #include "onnx_genai/chat_template.h"
+#include "onnx_genai/constraints.h"
 #include "onnx_genai/genai.h"
 #include "onnx_genai/session.h"
 #include "onnx_genai/tokenizer.h"
@@ -28,6 +30,9 @@ struct ModelParts {
   std::unique_ptr<Tokenizer> tokenizer;
   // Loaded on first use: a package may have a template that only --chat needs.
   mutable std::optional<Result<ChatTemplates>> chat_templates;
+  // Token bytes for constraints (genai/constraint_processor.h), prepared on first use.
+  mutable std::once_flag constraint_vocabulary_once;
+  mutable std::optional<Result<std::shared_ptr<const ConstraintVocabulary>>> constraint_vocabulary;
 };
 
 struct Model::Impl : ModelParts {};

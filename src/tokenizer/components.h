@@ -69,6 +69,9 @@ class Decoder {
 // What decoders need to know about the rest of the tokenizer.
 struct DecoderContext {
   const std::unordered_set<std::string>* added_tokens = nullptr;  // emitted verbatim by ByteLevel
+  // Byte tokens stay raw bytes instead of being decoded as lossy UTF-8 (a token's exact bytes,
+  // for grammar constraints, where half a character is a legitimate token).
+  bool raw_bytes = false;
 };
 
 // `config` null means "no such stage": the factories then return nullptr.

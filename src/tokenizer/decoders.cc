@@ -25,13 +25,13 @@ void replace_all_literal(std::string& text, std::string_view from, std::string_v
 // tokens pass through verbatim, as in the reference.
 class ByteLevelDecoder : public Decoder {
  public:
-  explicit ByteLevelDecoder(const std::unordered_set<std::string>* added) : added_(added) {}
+  ByteLevelDecoder(const std::unordered_set<std::string>* added, bool raw) : added_(added), raw_(raw) {}
 
   void decode_chain(std::vector<std::string>& tokens) const override {
     std::vector<std::string> out;
     std::string bytes;
     auto flush = [&] {
-      if (!bytes.empty()) out.push_back(unicode::decode_lossy(bytes));
+      if (!bytes.empty()) out.push_back(raw_ ? bytes : unicode::decode_lossy(bytes));
       bytes.clear();
     };
     for (const std::string& token : tokens) {
@@ -51,11 +51,13 @@ class ByteLevelDecoder : public Decoder {
 
  private:
   const std::unordered_set<std::string>* added_;
+  bool raw_;
 };
 
 // Consecutive <0xXX> tokens are gathered and decoded as (lossy) UTF-8.
 class ByteFallbackDecoder : public Decoder {
  public:
+  explicit ByteFallbackDecoder(bool raw) : raw_(raw) {}
   void decode_chain(std::vector<std::string>& tokens) const override {
     std::vector<std::string> out;
     std::string bytes;
@@ -65,15 +67,16 @@ class ByteFallbackDecoder : public Decoder {
         bytes.push_back(static_cast<char>(byte));
         continue;
       }
-      if (!bytes.empty()) out.push_back(unicode::decode_lossy(bytes));
+      if (!bytes.empty()) out.push_back(raw_ ? bytes : unicode::decode_lossy(bytes));
       bytes.clear();
       out.push_back(std::move(token));
     }
-    if (!bytes.empty()) out.push_back(unicode::decode_lossy(bytes));
+    if (!bytes.empty()) out.push_back(raw_ ? bytes : unicode::decode_lossy(bytes));
     tokens = std::move(out);
   }
 
  private:
+  bool raw_;
   static int parse_byte_token(const std::string& token) {
     if (token.size() != 6 || token.compare(0, 3, "<0x") != 0 || token[5] != '>') return -1;
     int value = 0;
@@ -228,9 +231,9 @@ Result<std::unique_ptr<Decoder>> create_decoder(const Json& config, const Decode
   OG_ASSIGN_OR_RETURN(const std::string type, json_string(config, "type", "decoder"));
   std::unique_ptr<Decoder> decoder;
   if (type == "ByteLevel") {
-    decoder = std::make_unique<ByteLevelDecoder>(context.added_tokens);
+    decoder = std::make_unique<ByteLevelDecoder>(context.added_tokens, context.raw_bytes);
   } else if (type == "ByteFallback") {
-    decoder = std::make_unique<ByteFallbackDecoder>();
+    decoder = std::make_unique<ByteFallbackDecoder>(context.raw_bytes);
   } else if (type == "Fuse") {
     decoder = std::make_unique<FuseDecoder>();
   } else if (type == "Strip") {

@@ -23,6 +23,7 @@ struct Tokenizer::Impl {
   std::unique_ptr<tokenizer::PreTokenizer> pre_tokenizer;
   std::unique_ptr<tokenizer::PostProcessor> post_processor;
   std::unique_ptr<tokenizer::Decoder> decoder;
+  std::unique_ptr<tokenizer::Decoder> raw_decoder;  // the same chain keeping byte tokens raw
   tokenizer::AddedTokenMatcher raw_tokens;         // matched in the text as written
   tokenizer::AddedTokenMatcher normalized_tokens;  // matched after the normalizer ran
   std::unordered_set<std::string> added_contents;
@@ -30,6 +31,7 @@ struct Tokenizer::Impl {
   std::vector<bool> special_ids;
   bool clean_up_tokenization_spaces = true;
   std::optional<int32_t> bos_id, eos_id;
+  int32_t anchor_id = -1;  // a plain letter token that token_bytes() decodes others after
 
   Status encode_section(std::string_view text, int section_index, std::vector<int32_t>& ids) const;
   Status encode_words(std::string_view text, int section_index, std::vector<int32_t>& ids) const;
@@ -162,6 +164,30 @@ Result<std::string> Tokenizer::decode(std::span<const int32_t> ids, const Decode
   return text;
 }
 
+std::string Tokenizer::token_bytes(int32_t id) const {
+  if (id < 0 || id >= vocab_size()) return {};
+  const auto raw = [&](std::vector<std::string> tokens) {
+    std::string text;
+    if (impl_->decoder) {
+      impl_->raw_decoder->decode_chain(tokens);
+      for (const std::string& t : tokens) text += t;
+    } else {
+      for (size_t i = 0; i < tokens.size(); ++i) text += (i ? " " : "") + tokens[i];
+    }
+    return text;
+  };
+  // Decoders treat a sequence's first token specially (Metaspace and Strip drop its leading
+  // space), so the token is decoded after an anchor token and the anchor's text cut off.
+  const std::string token(impl_->vocab.token(id));
+  const std::string_view anchor = impl_->vocab.token(impl_->anchor_id);
+  if (impl_->anchor_id >= 0 && anchor != token) {
+    const std::string alone = raw({std::string(anchor)});
+    std::string both = raw({std::string(anchor), token});
+    if (both.compare(0, alone.size(), alone) == 0) return both.substr(alone.size());
+  }
+  return raw({token});
+}
+
 int32_t Tokenizer::vocab_size() const { return impl_->vocab.size(); }
 
 std::optional<int32_t> Tokenizer::token_to_id(std::string_view token) const {
@@ -261,6 +287,8 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_json(std::string_view tokeniz
   OG_ASSIGN_OR_RETURN(impl->post_processor, tokenizer::create_post_processor(field("post_processor"), impl->vocab));
   tokenizer::DecoderContext context{&impl->added_contents};
   OG_ASSIGN_OR_RETURN(impl->decoder, tokenizer::create_decoder(field("decoder"), context));
+  context.raw_bytes = true;
+  OG_ASSIGN_OR_RETURN(impl->raw_decoder, tokenizer::create_decoder(field("decoder"), context));
   impl->special_ids.resize(impl->vocab.size());
 
   Json config = Json::object();
@@ -269,6 +297,9 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_json(std::string_view tokeniz
     if (!config.is_object()) return OG_ERROR("tokenizer_config.json: expected an object");
   }
   apply_config(config, *impl);
+  for (const char* letter : {"a", "e", "x"}) {
+    if (impl->anchor_id < 0) impl->anchor_id = impl->vocab.find(letter);
+  }
   return std::unique_ptr<Tokenizer>(new Tokenizer(std::move(impl)));
 }
 

@@ -248,5 +248,36 @@ TEST(StreamingDetokenizer, FlushEmitsAnIncompleteTailAsReplacement) {
   EXPECT_EQ(*stream.flush(), "\xEF\xBF\xBD");
 }
 
+// token_bytes: what a token adds to a text it continues, byte tokens as raw bytes. The
+// reference is decode() itself: the tokens of an encoded text spell its decoded text (up to the
+// leading space a SentencePiece decoder drops from a sequence's first token).
+TEST(TokenBytes, SpellWhatDecodeAppends) {
+  for (const char* name : {"qwen3", "llama2", "gemma3"}) {
+    auto tok = Tokenizer::load(model_dir(name));
+    ASSERT_TRUE(tok.is_ok()) << tok.status().message();
+    const Tokenizer& t = **tok;
+    const auto ids = t.encode("Hello, wörld! 你好 {\"k\": [1, 2]}\n\tend", EncodeOptions{false});
+    ASSERT_TRUE(ids.is_ok());
+    std::string spelled;
+    for (const int32_t id : *ids) spelled += t.token_bytes(id);
+    DecodeOptions raw;
+    raw.clean_up_tokenization_spaces = false;
+    const auto decoded = t.decode(*ids, raw);
+    ASSERT_TRUE(decoded.is_ok());
+    // SentencePiece decoders drop the first token's leading space; token_bytes keeps it.
+    EXPECT_EQ(spelled.substr(spelled.size() - decoded->size()), *decoded) << name;
+    EXPECT_LE(spelled.size() - decoded->size(), 1u) << name;
+  }
+  auto llama2 = Tokenizer::load(model_dir("llama2"));
+  ASSERT_TRUE(llama2.is_ok());
+  EXPECT_EQ((*llama2)->token_bytes(*(*llama2)->token_to_id("<0x0A>")), "\n");
+  EXPECT_EQ((*llama2)->token_bytes(*(*llama2)->token_to_id("<0xE4>")), "\xE4");  // half a character
+  EXPECT_EQ((*llama2)->token_bytes(*(*llama2)->token_to_id("\xE2\x96\x81the")), " the");
+  auto qwen3 = Tokenizer::load(model_dir("qwen3"));
+  ASSERT_TRUE(qwen3.is_ok());
+  EXPECT_EQ((*qwen3)->token_bytes(*(*qwen3)->token_to_id("\xC4\xA0the")), " the");  // Ġthe
+  EXPECT_EQ((*qwen3)->token_bytes(-1), "");
+}
+
 }  // namespace
 }  // namespace onnx_genai

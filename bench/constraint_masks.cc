@@ -1,0 +1,192 @@
+// Per-token mask time of the constraint engine at a real vocabulary, over a schema corpus, next
+// to the naive mask (every token's bytes run through the same automaton, one token at a time).
+//
+//   build/bench/constraint_bench TOKENIZER_DIR CORPUS.json [--vocab N] [--steps N] [--seed N]
+//
+// For each schema: compile it fresh (cold caches, as a new request meets it), take a seeded
+// random walk of up to --steps tokens that the masks allow, timing every compute_mask call
+// (the first is the time to first mask together with the compile); then the same walk again on
+// the now warm constraint (a second request with the same schema); then the naive mask at each
+// step of the walk. Prints per-schema rows and the totals: mean, p99 and max per mask, compile.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "onnx_genai/constraints.h"
+#include "onnx_genai/tokenizer.h"
+
+namespace {
+
+using onnx_genai::CompiledConstraint;
+using onnx_genai::ConstraintKind;
+using onnx_genai::ConstraintMatcher;
+using onnx_genai::ConstraintVocabulary;
+using Clock = std::chrono::steady_clock;
+
+double micros(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::micro>(b - a).count(); }
+
+struct Stats {
+  std::vector<double> samples;
+  void add(double v) { samples.push_back(v); }
+  double mean() const {
+    double s = 0;
+    for (double v : samples) s += v;
+    return samples.empty() ? 0 : s / static_cast<double>(samples.size());
+  }
+  double quantile(double q) {
+    if (samples.empty()) return 0;
+    std::sort(samples.begin(), samples.end());
+    return samples[std::min(samples.size() - 1, static_cast<size_t>(q * static_cast<double>(samples.size())))];
+  }
+  double max() const { return samples.empty() ? 0 : *std::max_element(samples.begin(), samples.end()); }
+};
+
+bool has(const std::vector<uint64_t>& mask, int32_t id) { return (mask[static_cast<size_t>(id) >> 6] >> (id & 63)) & 1; }
+
+// The walk: the next token from a mask, favouring single-byte tokens half the time so that
+// strings close (as tests/constraints/generated_outputs_test.cc does).
+int32_t pick(const std::vector<uint64_t>& mask, const ConstraintVocabulary& vocab, int32_t eos, std::mt19937_64& rng) {
+  if (eos >= 0 && has(mask, eos) && rng() % 3 == 0) return eos;
+  std::vector<int32_t> any, single;
+  for (size_t w = 0; w < mask.size(); ++w) {
+    for (uint64_t bits = mask[w]; bits; bits &= bits - 1) {
+      const auto id = static_cast<int32_t>(w * 64 + static_cast<size_t>(__builtin_ctzll(bits)));
+      if (id == eos) continue;
+      any.push_back(id);
+      if (vocab.token_bytes(id).size() == 1) single.push_back(id);
+    }
+  }
+  if (any.empty()) return eos;
+  const std::vector<int32_t>& pool = rng() % 2 && !single.empty() ? single : any;
+  return pool[rng() % pool.size()];
+}
+
+// The naive mask: each token's bytes fed to a matcher copy positioned at `prefix`.
+void naive_mask(const std::shared_ptr<CompiledConstraint>& compiled, const std::vector<int32_t>& prefix, int32_t vocab_size,
+                std::vector<uint64_t>& mask) {
+  ConstraintMatcher at(compiled);
+  for (const int32_t id : prefix) (void)at.accept_token(id);
+  std::fill(mask.begin(), mask.end(), 0);
+  for (int32_t id = 0; id < vocab_size; ++id) {
+    const std::string& bytes = compiled->vocabulary().token_bytes(id);
+    if (bytes.empty()) continue;
+    if (at.accept_bytes(bytes).is_ok()) {
+      mask[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
+      (void)at.rollback(1);
+    }
+  }
+}
+
+struct SchemaTimes {
+  double first_ms = -1;  // compile + first mask; -1 when the schema did not compile
+  Stats cold, warm, naive;
+};
+
+// One schema: a fresh compile, a walk timing each mask (cold), the same walk again (warm), and
+// the naive mask at `naive_steps` points of the walk. Prints the schema's row.
+SchemaTimes time_schema(const nlohmann::json& entry, const std::shared_ptr<const ConstraintVocabulary>& vocab, int32_t eos,
+                        int steps, int naive_steps, std::mt19937_64& rng) {
+  SchemaTimes t;
+  const std::string name = entry["name"].get<std::string>();
+  const auto start = Clock::now();
+  auto compiled = CompiledConstraint::compile({ConstraintKind::kJsonSchema, entry["schema"].dump()}, vocab);
+  if (!compiled) {
+    std::printf("%-12s %s\n", name.c_str(), compiled.status().message().c_str());
+    return t;
+  }
+  ConstraintMatcher m(*compiled);
+  std::vector<uint64_t> mask(m.mask_words());
+  std::vector<int32_t> walk;
+  for (int step = 0; step < steps; ++step) {
+    const auto a = Clock::now();
+    (void)m.compute_mask(mask);
+    const auto b = Clock::now();
+    if (step == 0) t.first_ms = micros(start, b) / 1e3;
+    t.cold.add(micros(a, b));
+    const int32_t id = pick(mask, *vocab, eos, rng);
+    if (id < 0 || id == eos) break;
+    (void)m.accept_token(id);
+    walk.push_back(id);
+  }
+  ConstraintMatcher again(*compiled);
+  for (const int32_t id : walk) {
+    const auto a = Clock::now();
+    (void)again.compute_mask(mask);
+    t.warm.add(micros(a, Clock::now()));
+    (void)again.accept_token(id);
+  }
+  for (int k = 0; k < naive_steps && k < static_cast<int>(walk.size()); ++k) {
+    const size_t at = walk.size() * static_cast<size_t>(k) / static_cast<size_t>(naive_steps);
+    const auto a = Clock::now();
+    naive_mask(*compiled, std::vector<int32_t>(walk.begin(), walk.begin() + static_cast<std::ptrdiff_t>(at)),
+               vocab->vocab_size(), mask);
+    t.naive.add(micros(a, Clock::now()));
+  }
+  std::printf("%-12s %9.2f %6zu %10.1f %10.1f %10.1f %10.1f %10.1f\n", name.c_str(), t.first_ms, t.cold.samples.size(),
+              t.cold.mean(), t.cold.quantile(0.99), t.cold.max(), t.warm.mean(), t.naive.mean());
+  return t;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: %s TOKENIZER_DIR CORPUS.json [--vocab N] [--steps N] [--seed N] [--naive-steps N]\n", argv[0]);
+    return 2;
+  }
+  int32_t vocab_size = 0;
+  int steps = 256, naive_steps = 8;
+  uint64_t seed = 1;
+  for (int i = 3; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (flag == "--vocab") vocab_size = std::stoi(argv[i + 1]);
+    else if (flag == "--steps") steps = std::stoi(argv[i + 1]);
+    else if (flag == "--seed") seed = std::stoull(argv[i + 1]);
+    else if (flag == "--naive-steps") naive_steps = std::stoi(argv[i + 1]);
+  }
+  auto tokenizer = onnx_genai::Tokenizer::load(argv[1]);
+  if (!tokenizer) {
+    std::fprintf(stderr, "%s\n", tokenizer.status().message().c_str());
+    return 1;
+  }
+  if (vocab_size == 0) vocab_size = (*tokenizer)->vocab_size();
+  const int32_t eos = (*tokenizer)->eos_token_id().value_or(-1);
+  const auto t0 = Clock::now();
+  auto vocab = ConstraintVocabulary::create(**tokenizer, vocab_size, eos >= 0 ? std::vector<int32_t>{eos} : std::vector<int32_t>{});
+  if (!vocab) {
+    std::fprintf(stderr, "%s\n", vocab.status().message().c_str());
+    return 1;
+  }
+  std::printf("vocabulary %d tokens prepared in %.1f ms (token trie of %zu nodes)\n", vocab_size,
+              micros(t0, Clock::now()) / 1e3, (*vocab)->trie_nodes());
+  std::ifstream corpus_file(argv[2]);
+  const nlohmann::json corpus = nlohmann::json::parse(corpus_file);
+  std::printf("%-12s %9s %6s %10s %10s %10s %10s %10s\n", "schema", "first ms", "masks", "cold mean", "cold p99", "cold max",
+              "warm mean", "naive mean");
+  Stats all_cold, all_warm, all_naive, all_first;
+  std::mt19937_64 rng(seed);
+  for (const auto& entry : corpus) {
+    SchemaTimes t = time_schema(entry, *vocab, eos, steps, naive_steps, rng);
+    if (t.first_ms < 0) continue;
+    all_first.add(t.first_ms * 1e3);
+    for (double v : t.cold.samples) all_cold.add(v);
+    for (double v : t.warm.samples) all_warm.add(v);
+    for (double v : t.naive.samples) all_naive.add(v);
+  }
+  std::printf("\nall schemas, microseconds per mask (vocabulary %d):\n", vocab_size);
+  std::printf("  cold (fresh compile per schema): mean %.1f  p99 %.1f  max %.1f  (%zu masks)\n", all_cold.mean(),
+              all_cold.quantile(0.99), all_cold.max(), all_cold.samples.size());
+  std::printf("  warm (second request):           mean %.1f  p99 %.1f  max %.1f\n", all_warm.mean(), all_warm.quantile(0.99),
+              all_warm.max());
+  std::printf("  naive (every token checked):     mean %.1f  p99 %.1f  max %.1f  (%zu masks)\n", all_naive.mean(),
+              all_naive.quantile(0.99), all_naive.max(), all_naive.samples.size());
+  std::printf("  compile + first mask: mean %.2f ms  max %.2f ms\n", all_first.mean() / 1e3, all_first.max() / 1e3);
+  std::printf("  speed-up over naive (mean): cold %.0fx, warm %.0fx\n", all_naive.mean() / std::max(all_cold.mean(), 1e-9),
+              all_naive.mean() / std::max(all_warm.mean(), 1e-9));
+  return 0;
+}

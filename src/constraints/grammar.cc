@@ -1,0 +1,192 @@
+#include "constraints/grammar.h"
+
+#include <algorithm>
+
+namespace onnx_genai::constraints {
+namespace {
+
+// Rules that can match the empty string, by fixpoint over the alternatives.
+std::vector<bool> nullable_rules(const std::vector<std::vector<std::vector<Symbol>>>& rules) {
+  std::vector<bool> nullable(rules.size(), false);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t r = 0; r < rules.size(); ++r) {
+      if (nullable[r]) continue;
+      for (const auto& alt : rules[r]) {
+        const bool empty = std::all_of(alt.begin(), alt.end(),
+                                       [&](const Symbol& s) { return !s.terminal && nullable[static_cast<size_t>(s.id)]; });
+        if (empty) {
+          nullable[r] = changed = true;
+          break;
+        }
+      }
+    }
+  }
+  return nullable;
+}
+
+// A rule on a cycle of "reaches before consuming a byte" edges that pushes a stack frame (a
+// reference that is not the last symbol of its alternative), or -1. Such a cycle would make the
+// parser's closure push frames forever; cycles of tail references return to the same frame and
+// are harmless ((a*)* is fine).
+int32_t left_recursive_rule(const std::vector<std::vector<std::vector<Symbol>>>& rules) {
+  const std::vector<bool> nullable = nullable_rules(rules);
+  struct Edge {
+    int32_t to;
+    bool pushes;
+  };
+  std::vector<std::vector<Edge>> leads(rules.size());
+  for (size_t r = 0; r < rules.size(); ++r) {
+    for (const auto& alt : rules[r]) {
+      for (size_t k = 0; k < alt.size() && !alt[k].terminal; ++k) {
+        leads[r].push_back(Edge{alt[k].id, k + 1 < alt.size()});
+        if (!nullable[static_cast<size_t>(alt[k].id)]) break;
+      }
+    }
+  }
+  // Tarjan's strongly connected components, iteratively (grammars have 100k+ rules).
+  const size_t n = rules.size();
+  std::vector<int32_t> index(n, -1), low(n, 0), component(n, -1), stack;
+  std::vector<bool> on_stack(n, false);
+  int32_t counter = 0, components = 0;
+  for (size_t root = 0; root < n; ++root) {
+    if (index[root] >= 0) continue;
+    std::vector<std::pair<size_t, size_t>> path{{root, 0}};
+    index[root] = low[root] = counter++;
+    stack.push_back(static_cast<int32_t>(root));
+    on_stack[root] = true;
+    while (!path.empty()) {
+      auto& [v, next] = path.back();
+      if (next < leads[v].size()) {
+        const auto w = static_cast<size_t>(leads[v][next++].to);
+        if (index[w] < 0) {
+          index[w] = low[w] = counter++;
+          stack.push_back(static_cast<int32_t>(w));
+          on_stack[w] = true;
+          path.emplace_back(w, 0);
+        } else if (on_stack[w]) {
+          low[v] = std::min(low[v], index[w]);
+        }
+        continue;
+      }
+      if (low[v] == index[v]) {
+        for (int32_t w = -1; w != static_cast<int32_t>(v);) {
+          w = stack.back();
+          stack.pop_back();
+          on_stack[static_cast<size_t>(w)] = false;
+          component[static_cast<size_t>(w)] = components;
+        }
+        ++components;
+      }
+      const size_t done = v;
+      path.pop_back();
+      if (!path.empty()) low[path.back().first] = std::min(low[path.back().first], low[done]);
+    }
+  }
+  for (size_t r = 0; r < n; ++r) {
+    for (const Edge& e : leads[r]) {
+      if (e.pushes && component[static_cast<size_t>(e.to)] == component[r]) return static_cast<int32_t>(r);
+    }
+  }
+  return -1;
+}
+
+}  // namespace
+
+int32_t GrammarBuilder::new_rule(std::string name) {
+  rules_.emplace_back();
+  names_.push_back(std::move(name));
+  return static_cast<int32_t>(rules_.size() - 1);
+}
+
+void GrammarBuilder::add_alt(int32_t rule, std::vector<Symbol> sequence) {
+  symbols_ += sequence.size() + 1;
+  rules_[static_cast<size_t>(rule)].push_back(std::move(sequence));
+}
+
+Symbol GrammarBuilder::bytes(const ByteSet& set) {
+  // Few distinct classes exist (digits, string bytes, UTF-8 continuations): a linear search
+  // from the most recent keeps the builder free of a hash of 256-bit sets.
+  for (size_t k = classes_.size(); k-- > 0;) {
+    if (classes_[k] == set) return Symbol{true, static_cast<int32_t>(k)};
+  }
+  classes_.push_back(set);
+  return Symbol{true, static_cast<int32_t>(classes_.size() - 1)};
+}
+
+Symbol GrammarBuilder::bytes(uint8_t lo, uint8_t hi) {
+  ByteSet set;
+  for (int b = lo; b <= hi; ++b) set.set(static_cast<size_t>(b));
+  return bytes(set);
+}
+
+void GrammarBuilder::append_literal(std::vector<Symbol>& out, std::string_view text) {
+  for (const char c : text) out.push_back(byte(c));
+}
+
+int32_t GrammarBuilder::literal(std::string_view text) {
+  const int32_t rule = new_rule("literal");
+  std::vector<Symbol> sequence;
+  append_literal(sequence, text);
+  add_alt(rule, std::move(sequence));
+  return rule;
+}
+
+int32_t GrammarBuilder::repeat(std::string name, Symbol body, int64_t min, int64_t max) {
+  // tail := body tail | ε for the unbounded part; opt_k := body opt_{k-1} | ε for a bounded
+  // one. Both recurse in tail position, so the parser's stack stays flat.
+  int32_t tail = new_rule(name + "*");
+  if (max < 0) {
+    add_alt(tail, {body, ref(tail)});
+    add_alt(tail, {});
+  } else {
+    add_alt(tail, {});
+    for (int64_t k = min; k < max && !too_large(); ++k) {
+      const int32_t outer = new_rule(name + "?");
+      add_alt(outer, {body, ref(tail)});
+      add_alt(outer, {});
+      tail = outer;
+    }
+  }
+  const int32_t rule = new_rule(name);
+  std::vector<Symbol> sequence;
+  for (int64_t k = 0; k < min && !too_large(); ++k) {
+    sequence.push_back(body);
+    ++symbols_;
+  }
+  sequence.push_back(ref(tail));
+  add_alt(rule, std::move(sequence));
+  return rule;
+}
+
+int32_t GrammarBuilder::choice(std::string name, const std::vector<Symbol>& choices) {
+  const int32_t rule = new_rule(std::move(name));
+  for (const Symbol& s : choices) add_alt(rule, {s});
+  return rule;
+}
+
+Result<Grammar> GrammarBuilder::build(int32_t start) const {
+  if (start < 0 || static_cast<size_t>(start) >= rules_.size()) return OG_ERROR("grammar: no start rule");
+  if (too_large()) {
+    return OG_ERROR("grammar: more than ", kMaxSymbols, " symbols (a bounded repeat or an enumeration too large)");
+  }
+  if (const int32_t rule = left_recursive_rule(rules_); rule >= 0) {
+    return OG_ERROR("grammar: rule \"", names_[static_cast<size_t>(rule)],
+                    "\" reaches itself before matching any byte (left recursion)");
+  }
+  Grammar g;
+  g.classes = classes_;
+  g.rule_names = names_;
+  g.code = {-(start + 1), Grammar::kEnd};
+  g.alternatives.resize(rules_.size());
+  for (size_t r = 0; r < rules_.size(); ++r) {
+    for (const auto& alt : rules_[r]) {
+      g.alternatives[r].push_back(static_cast<int32_t>(g.code.size()));
+      for (const Symbol& s : alt) g.code.push_back(s.terminal ? s.id : -(s.id + 1));
+      g.code.push_back(Grammar::kEnd);
+    }
+  }
+  return g;
+}
+
+}  // namespace onnx_genai::constraints

@@ -1,0 +1,88 @@
+// A context-free grammar over bytes: what every constraint (JSON Schema, regex) compiles to.
+// Rules have alternatives; an alternative is a sequence of symbols, each a byte class (a set of
+// bytes matched by one input byte) or a reference to a rule. The finished grammar is one flat
+// array of positions so that a parser state is a position plus a return stack (automaton.h).
+//
+//   GrammarBuilder g;
+//   const int32_t digits = g.new_rule("digits");
+//   g.add_alt(digits, {g.bytes('0', '9'), g.ref(digits)});
+//   g.add_alt(digits, {g.bytes('0', '9')});
+//   auto grammar = g.build(digits);   // Result<Grammar>
+//
+// Grammars must not be left-recursive (a rule reaching itself before consuming a byte): build()
+// names the rule. Repetition is right recursion, which the automaton runs in constant stack
+// (a reference in tail position returns straight to its caller's caller).
+#pragma once
+
+#include <bitset>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "onnx_genai/status.h"
+
+namespace onnx_genai::constraints {
+
+using ByteSet = std::bitset<256>;
+
+// One symbol of an alternative: a byte class (index into the grammar's classes) or a rule.
+struct Symbol {
+  bool terminal = true;
+  int32_t id = 0;
+};
+
+class Grammar {
+ public:
+  // Code entries: >= 0 a byte class, kEnd the end of an alternative, else the rule -(code + 1).
+  static constexpr int32_t kEnd = INT32_MIN;
+  static bool is_rule(int32_t code) { return code < 0 && code != kEnd; }
+  static int32_t rule_of(int32_t code) { return -(code + 1); }
+
+  // Position 0 holds a reference to the start rule followed by kEnd: the parser starts there.
+  std::vector<int32_t> code;
+  std::vector<ByteSet> classes;
+  std::vector<std::vector<int32_t>> alternatives;  // rule -> start position of each alternative
+  std::vector<std::string> rule_names;
+};
+
+class GrammarBuilder {
+ public:
+  // A grammar whose build() would exceed this many symbols fails instead (schemas with huge
+  // bounded repeats: {"maxLength": 1000000}).
+  static constexpr size_t kMaxSymbols = size_t{1} << 21;
+
+  int32_t new_rule(std::string name);
+  void add_alt(int32_t rule, std::vector<Symbol> sequence);
+
+  Symbol bytes(const ByteSet& set);
+  Symbol bytes(uint8_t lo, uint8_t hi);
+  Symbol byte(char c) { return bytes(static_cast<uint8_t>(c), static_cast<uint8_t>(c)); }
+  static Symbol ref(int32_t rule) { return Symbol{false, rule}; }
+
+  // Symbols matching `text` byte by byte, appended to `out`.
+  void append_literal(std::vector<Symbol>& out, std::string_view text);
+  // A rule matching exactly `text`.
+  int32_t literal(std::string_view text);
+  // A rule matching `body` repeated min..max times (max < 0: unbounded).
+  int32_t repeat(std::string name, Symbol body, int64_t min, int64_t max);
+  // A rule matching one of `choices`.
+  int32_t choice(std::string name, const std::vector<Symbol>& choices);
+  // A rule matching nothing at all (the empty language), e.g. the schema `false`.
+  int32_t nothing(std::string name) { return new_rule(std::move(name)); }
+
+  size_t symbols() const { return symbols_; }
+  bool too_large() const { return symbols_ > kMaxSymbols; }
+
+  // Fails when the grammar is too large, a rule reaches itself before any byte (left recursion),
+  // or `start` is not a rule.
+  Result<Grammar> build(int32_t start) const;
+
+ private:
+  std::vector<std::vector<std::vector<Symbol>>> rules_;
+  std::vector<std::string> names_;
+  std::vector<ByteSet> classes_;
+  size_t symbols_ = 0;
+};
+
+}  // namespace onnx_genai::constraints

@@ -1,0 +1,293 @@
+#include "constraints/json_grammar.h"
+
+#include <cmath>
+
+namespace onnx_genai::constraints {
+namespace {
+
+using R = GrammarBuilder;
+
+// Code points of a (valid UTF-8) string; nlohmann has validated what it parsed.
+std::vector<char32_t> code_points(const std::string& s) {
+  std::vector<char32_t> out;
+  for (size_t i = 0; i < s.size();) {
+    const auto b0 = static_cast<uint8_t>(s[i]);
+    const size_t n = b0 < 0x80 ? 1 : b0 < 0xE0 ? 2 : b0 < 0xF0 ? 3 : 4;
+    char32_t cp = n == 1 ? b0 : b0 & (0x7F >> n);
+    for (size_t k = 1; k < n && i + k < s.size(); ++k) cp = (cp << 6) | (static_cast<uint8_t>(s[i + k]) & 0x3F);
+    out.push_back(cp);
+    i += n;
+  }
+  return out;
+}
+
+}  // namespace
+
+Symbol JsonGrammar::ws() {
+  if (ws_ < 0) {
+    ByteSet space;
+    for (const char c : {' ', '\t', '\n', '\r'}) space.set(static_cast<uint8_t>(c));
+    ws_ = g_.repeat("ws", g_.bytes(space), 0, kMaxWhitespace);
+  }
+  return R::ref(ws_);
+}
+
+Symbol JsonGrammar::string_char() {
+  if (char_ >= 0) return R::ref(char_);
+  // Every character: the JSON-string lowering spells controls, '"' and '\\' as escapes.
+  CharClass all;
+  all.add(0, CharClass::kMaxCodepoint);
+  char_ = char_class_rule(g_, all, TextEncoding::kJsonString);
+  // \uXXXX for any non-surrogate: first hex digit not D, or D followed by 0-7.
+  ByteSet hex, not_d, low_d;
+  for (const char c : std::string("0123456789abcdefABCDEF")) hex.set(static_cast<uint8_t>(c));
+  not_d = hex;
+  not_d.reset('d');
+  not_d.reset('D');
+  for (char c = '0'; c <= '7'; ++c) low_d.set(static_cast<uint8_t>(c));
+  const Symbol h = g_.bytes(hex), slash = g_.byte('\\'), u = g_.byte('u');
+  g_.add_alt(char_, {slash, u, g_.bytes(not_d), h, h, h});
+  ByteSet d;
+  d.set('d');
+  d.set('D');
+  g_.add_alt(char_, {slash, u, g_.bytes(d), g_.bytes(low_d), h, h});
+  return R::ref(char_);
+}
+
+Symbol JsonGrammar::raw_string_char(const CharClass& excluded) {
+  CharClass raw;
+  raw.add(0x20, CharClass::kMaxCodepoint);
+  CharClass allowed;
+  const CharClass out = excluded.negated();
+  // raw ∩ ¬excluded, minus the characters a raw string cannot hold.
+  for (const CodepointRange& r : out.normalized()) {
+    const char32_t lo = std::max<char32_t>(r.lo, 0x20);
+    if (lo > r.hi) continue;
+    for (char32_t a = lo; a <= r.hi;) {
+      const char32_t skip = a <= '"' && '"' <= r.hi ? '"' : a <= '\\' && '\\' <= r.hi ? '\\' : 0;
+      if (skip == 0) {
+        allowed.add(a, r.hi);
+        break;
+      }
+      if (skip > a) allowed.add(a, skip - 1);
+      a = skip + 1;
+    }
+  }
+  return R::ref(char_class_rule(g_, allowed, TextEncoding::kUtf8));
+}
+
+Symbol JsonGrammar::string(int64_t min_chars, int64_t max_chars) {
+  const int32_t rule = g_.new_rule("string");
+  const int32_t body = g_.repeat("chars", string_char(), min_chars, max_chars);
+  g_.add_alt(rule, {g_.byte('"'), R::ref(body), g_.byte('"')});
+  return R::ref(rule);
+}
+
+Symbol JsonGrammar::number() {
+  if (number_ >= 0) return R::ref(number_);
+  const Symbol digit = g_.bytes('0', '9');
+  const int32_t digits = g_.repeat("digits", digit, 1, -1);
+  const int32_t integer = g_.new_rule("int");
+  g_.add_alt(integer, {g_.byte('0')});
+  g_.add_alt(integer, {g_.bytes('1', '9'), R::ref(g_.repeat("digits", digit, 0, -1))});
+  const int32_t fraction = g_.new_rule("frac");
+  g_.add_alt(fraction, {});
+  g_.add_alt(fraction, {g_.byte('.'), R::ref(digits)});
+  ByteSet e, sign;
+  e.set('e');
+  e.set('E');
+  sign.set('+');
+  sign.set('-');
+  const int32_t exponent = g_.new_rule("exp");
+  g_.add_alt(exponent, {});
+  g_.add_alt(exponent, {g_.bytes(e), R::ref(digits)});
+  g_.add_alt(exponent, {g_.bytes(e), g_.bytes(sign), R::ref(digits)});
+  number_ = g_.new_rule("number");
+  g_.add_alt(number_, {R::ref(integer), R::ref(fraction), R::ref(exponent)});
+  g_.add_alt(number_, {g_.byte('-'), R::ref(integer), R::ref(fraction), R::ref(exponent)});
+  return R::ref(number_);
+}
+
+// Same-length digit strings lo <= hi: the usual range-to-regex split on the first digit.
+int32_t JsonGrammar::digits_between(const std::string& lo, const std::string& hi) {
+  const int32_t rule = g_.new_rule("digits");
+  const size_t rest = lo.size() - 1;
+  const Symbol any = g_.bytes('0', '9');
+  const auto tail = [&](std::vector<Symbol> seq) {
+    for (size_t k = 0; k < rest; ++k) seq.push_back(any);
+    return seq;
+  };
+  if (lo.substr(1) == std::string(rest, '0') && hi.substr(1) == std::string(rest, '9')) {
+    g_.add_alt(rule, tail({g_.bytes(static_cast<uint8_t>(lo[0]), static_cast<uint8_t>(hi[0]))}));
+  } else if (lo[0] == hi[0]) {
+    g_.add_alt(rule, {g_.byte(lo[0]), R::ref(digits_between(lo.substr(1), hi.substr(1)))});
+  } else {
+    g_.add_alt(rule, {g_.byte(lo[0]), R::ref(digits_between(lo.substr(1), std::string(rest, '9')))});
+    if (hi[0] - lo[0] >= 2) {
+      g_.add_alt(rule, tail({g_.bytes(static_cast<uint8_t>(lo[0] + 1), static_cast<uint8_t>(hi[0] - 1))}));
+    }
+    g_.add_alt(rule, {g_.byte(hi[0]), R::ref(digits_between(std::string(rest, '0'), hi.substr(1)))});
+  }
+  return rule;
+}
+
+int32_t JsonGrammar::unsigned_range(uint64_t lo, std::optional<uint64_t> hi) {
+  const int32_t rule = g_.new_rule("uint");
+  const std::string a = std::to_string(lo);
+  const size_t top = hi ? std::to_string(*hi).size() : a.size();
+  for (size_t length = a.size(); length <= top; ++length) {
+    const std::string low = length == a.size() ? a : "1" + std::string(length - 1, '0');
+    const std::string high = hi && length == top ? std::to_string(*hi) : std::string(length, '9');
+    g_.add_alt(rule, {R::ref(digits_between(low, high))});
+  }
+  if (!hi) {  // more digits than lo has: any of them
+    std::vector<Symbol> seq{g_.bytes('1', '9')};
+    for (size_t k = 0; k < a.size(); ++k) seq.push_back(g_.bytes('0', '9'));
+    seq.push_back(R::ref(g_.repeat("digits", g_.bytes('0', '9'), 0, -1)));
+    g_.add_alt(rule, std::move(seq));
+  }
+  return rule;
+}
+
+Symbol JsonGrammar::integer(std::optional<int64_t> lo, std::optional<int64_t> hi) {
+  const int32_t rule = g_.new_rule("integer");
+  // Magnitudes of negatives as uint64 (INT64_MIN's has no int64).
+  const auto magnitude = [](int64_t v) { return static_cast<uint64_t>(-(v + 1)) + 1; };
+  if (!hi || *hi >= 0) {
+    const uint64_t from = lo && *lo > 0 ? static_cast<uint64_t>(*lo) : 0;
+    g_.add_alt(rule, {R::ref(unsigned_range(from, hi ? std::optional<uint64_t>(static_cast<uint64_t>(*hi)) : std::nullopt))});
+  }
+  if (!lo || *lo < 0) {
+    const uint64_t from = hi && *hi < 0 ? magnitude(*hi) : 1;
+    const std::optional<uint64_t> to = lo ? std::optional<uint64_t>(magnitude(*lo)) : std::nullopt;
+    g_.add_alt(rule, {g_.byte('-'), R::ref(unsigned_range(from, to))});
+  }
+  return R::ref(rule);
+}
+
+int32_t JsonGrammar::unsigned_decimal(uint64_t lo, bool lo_exclusive, std::optional<uint64_t> hi, bool hi_exclusive) {
+  const int32_t rule = g_.new_rule("decimal");
+  const Symbol digit = g_.bytes('0', '9');
+  const int32_t any_fraction = g_.new_rule("fraction?");  // ("." digit+)?
+  g_.add_alt(any_fraction, {});
+  g_.add_alt(any_fraction, {g_.byte('.'), R::ref(g_.repeat("digits", digit, 1, -1))});
+  // Integer parts strictly inside the bounds take any fraction: I in [a, hi - 1].
+  const uint64_t a = lo_exclusive ? lo + 1 : lo;
+  if (!hi || (*hi > 0 && *hi - 1 >= a)) {
+    g_.add_alt(rule, {R::ref(unsigned_range(a, hi ? std::optional<uint64_t>(*hi - 1) : std::nullopt)), R::ref(any_fraction)});
+  }
+  // x > lo at I == lo: a fraction that is not all zeros.
+  if (lo_exclusive && (!hi || lo < *hi)) {
+    g_.add_alt(rule, {R::ref(g_.literal(std::to_string(lo))), g_.byte('.'), R::ref(g_.repeat("zeros", g_.byte('0'), 0, -1)),
+                      g_.bytes('1', '9'), R::ref(g_.repeat("digits", digit, 0, -1))});
+  }
+  // x <= hi at I == hi: a fraction of zeros only.
+  if (hi && !hi_exclusive && (*hi > lo || (*hi == lo && !lo_exclusive))) {
+    const int32_t zeros = g_.new_rule("zero fraction?");
+    g_.add_alt(zeros, {});
+    g_.add_alt(zeros, {g_.byte('.'), R::ref(g_.repeat("zeros", g_.byte('0'), 1, -1))});
+    g_.add_alt(rule, {R::ref(g_.literal(std::to_string(*hi))), R::ref(zeros)});
+  }
+  return rule;
+}
+
+Symbol JsonGrammar::number_range(std::optional<Bound> lo, std::optional<Bound> hi) {
+  const int32_t rule = g_.new_rule("number range");
+  const auto magnitude = [](int64_t v) { return static_cast<uint64_t>(-(v + 1)) + 1; };
+  // x >= 0 part: bounds clamped at zero (a negative lower bound does not limit it).
+  if (!hi || hi->value > 0 || (hi->value == 0 && !hi->exclusive)) {
+    const bool positive_lo = lo && lo->value >= 0;
+    const std::optional<uint64_t> top = hi ? std::optional<uint64_t>(static_cast<uint64_t>(hi->value)) : std::nullopt;
+    g_.add_alt(rule, {R::ref(unsigned_decimal(positive_lo ? static_cast<uint64_t>(lo->value) : 0,
+                                              positive_lo && lo->exclusive, top, hi && hi->exclusive))});
+  }
+  // x < 0 part as "-" and a magnitude m > 0: x >= lo is m <= -lo, x <= hi < 0 is m >= -hi.
+  if (!lo || lo->value < 0) {
+    const bool negative_hi = hi && hi->value < 0;
+    const uint64_t m_lo = negative_hi ? magnitude(hi->value) : 0;
+    const bool m_lo_exclusive = negative_hi ? hi->exclusive : true;
+    const std::optional<uint64_t> m_hi = lo ? std::optional<uint64_t>(magnitude(lo->value)) : std::nullopt;
+    g_.add_alt(rule, {g_.byte('-'), R::ref(unsigned_decimal(m_lo, m_lo_exclusive, m_hi, lo && lo->exclusive))});
+  }
+  return R::ref(rule);
+}
+
+Symbol JsonGrammar::any_value() {
+  if (value_ >= 0) return R::ref(value_);
+  value_ = g_.new_rule("value");
+  const Symbol v = R::ref(value_);
+  // array := "[" ws ("]" | value ws items) ; items := "]" | "," ws value ws items
+  const int32_t items = g_.new_rule("items");
+  g_.add_alt(items, {g_.byte(']')});
+  g_.add_alt(items, {g_.byte(','), ws(), v, ws(), R::ref(items)});
+  const int32_t array = g_.new_rule("array");
+  g_.add_alt(array, {g_.byte('['), ws(), g_.byte(']')});
+  g_.add_alt(array, {g_.byte('['), ws(), v, ws(), R::ref(items)});
+  g_.add_alt(value_, {any_object()});
+  g_.add_alt(value_, {R::ref(array)});
+  g_.add_alt(value_, {any_string()});
+  g_.add_alt(value_, {number()});
+  for (const char* word : {"true", "false", "null"}) g_.add_alt(value_, {R::ref(g_.literal(word))});
+  return v;
+}
+
+Symbol JsonGrammar::any_object() {
+  if (object_ >= 0) return R::ref(object_);
+  object_ = g_.new_rule("object");
+  const Symbol v = any_value();
+  const int32_t member = g_.new_rule("member");
+  g_.add_alt(member, {any_string(), ws(), g_.byte(':'), ws(), v});
+  const int32_t members = g_.new_rule("members");
+  g_.add_alt(members, {g_.byte('}')});
+  g_.add_alt(members, {g_.byte(','), ws(), R::ref(member), ws(), R::ref(members)});
+  g_.add_alt(object_, {g_.byte('{'), ws(), g_.byte('}')});
+  g_.add_alt(object_, {g_.byte('{'), ws(), R::ref(member), ws(), R::ref(members)});
+  return R::ref(object_);
+}
+
+Symbol JsonGrammar::string_literal(const std::string& text) {
+  const int32_t rule = g_.new_rule("string literal");
+  std::vector<Symbol> seq{g_.byte('"')};
+  for (const char32_t cp : code_points(text)) {
+    if (cp < 0x20 || cp == '"' || cp == '\\') {
+      CharClass one;
+      one.add(cp);
+      seq.push_back(R::ref(char_class_rule(g_, one, TextEncoding::kJsonString)));
+      continue;
+    }
+    std::string bytes;
+    append_utf8(bytes, cp);
+    g_.append_literal(seq, bytes);
+  }
+  seq.push_back(g_.byte('"'));
+  g_.add_alt(rule, std::move(seq));
+  return R::ref(rule);
+}
+
+Symbol JsonGrammar::value(const OrderedJson& value) {
+  const int32_t rule = g_.new_rule("const");
+  if (value.is_string()) return string_literal(value.get<std::string>());
+  if (value.is_object() || value.is_array()) {
+    std::vector<Symbol> seq{g_.byte(value.is_object() ? '{' : '['), ws()};
+    bool first = true;
+    for (const auto& [key, item] : value.items()) {
+      if (!first) seq.insert(seq.end(), {ws(), g_.byte(','), ws()});
+      first = false;
+      if (value.is_object()) seq.insert(seq.end(), {string_literal(key), ws(), g_.byte(':'), ws()});
+      seq.push_back(this->value(item));
+    }
+    seq.insert(seq.end(), {ws(), g_.byte(value.is_object() ? '}' : ']')});
+    g_.add_alt(rule, std::move(seq));
+    return R::ref(rule);
+  }
+  g_.add_alt(rule, {R::ref(g_.literal(value.dump()))});
+  if (value.is_number_float()) {
+    const double d = value.get<double>();
+    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e15) {
+      g_.add_alt(rule, {R::ref(g_.literal(std::to_string(static_cast<int64_t>(d))))});
+    }
+  }
+  return R::ref(rule);
+}
+
+}  // namespace onnx_genai::constraints

@@ -1,0 +1,68 @@
+// Grammar rules for JSON text (RFC 8259): whitespace, strings, numbers, integer ranges, any
+// value, and one given value. The schema compiler (json_schema.h) assembles these.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "constraints/char_class.h"
+#include "constraints/grammar.h"
+
+namespace onnx_genai::constraints {
+
+using OrderedJson = nlohmann::ordered_json;
+
+class JsonGrammar {
+ public:
+  // Whitespace between tokens is bounded so a model cannot spend its whole budget on it; this
+  // still fits pretty-printed JSON nested a dozen levels deep at two spaces.
+  static constexpr int64_t kMaxWhitespace = 32;
+
+  explicit JsonGrammar(GrammarBuilder& g) : g_(g) {}
+
+  Symbol ws();
+  Symbol any_value();
+  Symbol any_object();
+  Symbol any_string() { return string(0, -1); }
+  // A string literal of min..max characters (max < 0: unbounded). A character is a raw UTF-8
+  // scalar value or one escape; \u escapes of surrogates are left out, so every escape is one
+  // code point and the count is exact.
+  Symbol string(int64_t min_chars, int64_t max_chars);
+  // One character inside a string, raw (no escapes) and not among `excluded` code points.
+  Symbol raw_string_char(const CharClass& excluded);
+  Symbol number();
+  // Integers in [lo, hi] (either side open when unset), written canonically (no leading zeros,
+  // no "-0").
+  Symbol integer(std::optional<int64_t> lo, std::optional<int64_t> hi);
+  // A number bound at an integer value, inclusive or not.
+  struct Bound {
+    int64_t value;
+    bool exclusive;
+  };
+  // Numbers within the bounds, written without an exponent (-?I(.F)?): every sentence is in
+  // range, and numbers in exponent form are left out.
+  Symbol number_range(std::optional<Bound> lo, std::optional<Bound> hi);
+  // Exactly `value`: its members in the given order, whitespace allowed between tokens; a float
+  // with an integral value may also be written as that integer.
+  Symbol value(const OrderedJson& value);
+  // A string literal spelling `text` (characters that must be escaped in their usual escapes).
+  Symbol string_literal(const std::string& text);
+
+  GrammarBuilder& builder() { return g_; }
+
+ private:
+  Symbol string_char();
+  int32_t unsigned_range(uint64_t lo, std::optional<uint64_t> hi);
+  int32_t digits_between(const std::string& lo, const std::string& hi);
+  // Non-negative I(.F)? with lo <(=) value <(=) hi (hi unset: no upper bound).
+  int32_t unsigned_decimal(uint64_t lo, bool lo_exclusive, std::optional<uint64_t> hi, bool hi_exclusive);
+
+  GrammarBuilder& g_;
+  int32_t ws_ = -1, value_ = -1, object_ = -1, char_ = -1, number_ = -1;
+};
+
+}  // namespace onnx_genai::constraints

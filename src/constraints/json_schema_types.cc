@@ -1,0 +1,245 @@
+// The keywords of each instance type: strings (lengths, pattern, format), integers (bounds),
+// arrays (items, prefixItems, additionalItems, item counts) and objects (properties, required,
+// additionalProperties).
+#include <algorithm>
+#include <cmath>
+
+#include "constraints/json_schema_compiler.h"
+#include "constraints/regex_compiler.h"
+
+namespace onnx_genai::constraints {
+namespace {
+
+using R = GrammarBuilder;
+
+// Formats as full-match regexes over the decoded string. Each accepts only valid values (dates
+// with the month's day count and leap years, no leap seconds), so a generated value passes a
+// strict format checker; some valid rarities (leap seconds, quoted e-mail local parts) are left out.
+const char* format_regex(const std::string& format) {
+  // Years whose February has 29 days: divisible by 4, and not by 100 unless by 400.
+#define OG_LEAP "(\\d\\d(0[48]|[2468][048]|[13579][26])|([02468][048]|[13579][26])00)-02-29"
+#define OG_DATE "(\\d{4}-((0[13578]|1[02])-(0[1-9]|[12]\\d|3[01])|(0[469]|11)-(0[1-9]|[12]\\d|30)|02-(0[1-9]|1\\d|2[0-8]))|" OG_LEAP ")"
+#define OG_TIME "([01]\\d|2[0-3]):[0-5]\\d:[0-5]\\d(\\.\\d+)?([zZ]|[+-]([01]\\d|2[0-3]):[0-5]\\d)"
+  if (format == "date") return OG_DATE;
+  if (format == "time") return OG_TIME;
+  if (format == "date-time") return OG_DATE "[tT]" OG_TIME;
+  if (format == "email") {
+    return "[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*"
+           "@[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*";
+  }
+  if (format == "uuid") return "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}";
+  if (format == "uri") return "[A-Za-z][A-Za-z0-9+.-]*:([A-Za-z0-9._~!$&'()*+,;=:@/?#-]|%[0-9A-Fa-f]{2})*";
+#undef OG_LEAP
+#undef OG_DATE
+#undef OG_TIME
+  return nullptr;
+}
+
+// A non-negative integer keyword (minLength...), or -1 when absent.
+Result<int64_t> count_keyword(const OrderedJson& schema, const char* key, const std::string& pointer) {
+  auto it = schema.find(key);
+  if (it == schema.end()) return int64_t{-1};
+  const bool integral = it->is_number_unsigned() ||
+                        (it->is_number_float() && it->get<double>() >= 0 && it->get<double>() == std::floor(it->get<double>()));
+  if (!integral) return OG_ERROR("json schema: \"", key, "\" must be a non-negative integer at ", shown(pointer));
+  const double value = it->get<double>();
+  if (value > static_cast<double>(kMaxRepeat)) {
+    return OG_ERROR("json schema: unsupported keyword \"", key, "\" above ", kMaxRepeat, " at ", shown(pointer));
+  }
+  return static_cast<int64_t>(value);
+}
+
+}  // namespace
+
+Result<Symbol> SchemaCompiler::compile_type(const std::string& type, const OrderedJson& schema, const std::string& pointer,
+                                            int depth) {
+  if (type == "null") return R::ref(g_.literal("null"));
+  if (type == "boolean") return R::ref(g_.choice("boolean", {R::ref(g_.literal("true")), R::ref(g_.literal("false"))}));
+  if (type == "number") return compile_number(schema, pointer);
+  if (type == "integer") return compile_integer(schema, pointer);
+  if (type == "string") return compile_string(schema, pointer);
+  if (type == "array") return compile_array(schema, pointer, depth);
+  return compile_object(schema, pointer, depth);
+}
+
+Result<Symbol> SchemaCompiler::compile_string(const OrderedJson& schema, const std::string& pointer) {
+  OG_ASSIGN_OR_RETURN(const int64_t min, count_keyword(schema, "minLength", pointer));
+  OG_ASSIGN_OR_RETURN(const int64_t max, count_keyword(schema, "maxLength", pointer));
+  const bool lengths = min >= 0 || max >= 0;
+  const char* regex = nullptr;
+  std::string pattern;
+  if (auto it = schema.find("pattern"); it != schema.end()) {
+    if (!it->is_string()) return OG_ERROR("json schema: \"pattern\" must be a string at ", shown(pointer));
+    pattern = it->get<std::string>();
+    regex = pattern.c_str();
+  }
+  if (auto it = schema.find("format"); it != schema.end()) {
+    const std::string format = it->is_string() ? it->get<std::string>() : it->dump();
+    if (regex != nullptr) return OG_ERROR("json schema: unsupported keyword \"format\" next to \"pattern\" at ", shown(pointer));
+    regex = format_regex(format);
+    if (regex == nullptr) return OG_ERROR("json schema: unsupported keyword \"format\" \"", format, "\" at ", shown(pointer));
+  }
+  if (regex == nullptr) return json_.string(std::max<int64_t>(min, 0), max);
+  // A regex and a length would need the intersection of two languages.
+  if (lengths) return OG_ERROR("json schema: unsupported keyword \"minLength\"/\"maxLength\" next to pattern/format at ", shown(pointer));
+  const RegexOptions options{TextEncoding::kJsonString, /*search=*/!pattern.empty()};
+  Result<int32_t> body = add_regex(g_, regex, options);
+  if (!body) return body.status().with_context("json schema: \"pattern\" at " + shown(pointer));
+  const int32_t rule = g_.new_rule("pattern string");
+  g_.add_alt(rule, {g_.byte('"'), R::ref(*body), g_.byte('"')});
+  return R::ref(rule);
+}
+
+Result<Symbol> SchemaCompiler::compile_number(const OrderedJson& schema, const std::string& pointer) {
+  // Bounds at integer values only: a decimal bound (1.1) would need digit-by-digit fraction
+  // comparisons, and is refused. The tighter bound wins; at equal values the exclusive one.
+  std::optional<JsonGrammar::Bound> lo, hi;
+  bool bounded = false;
+  for (const char* key : {"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"}) {
+    auto it = schema.find(key);
+    if (it == schema.end()) continue;
+    if (!it->is_number()) return OG_ERROR("json schema: \"", key, "\" must be a number at ", shown(pointer));
+    const double v = it->get<double>();
+    if (v != std::floor(v) || !(std::fabs(v) < 9.2e18)) {
+      return OG_ERROR("json schema: unsupported keyword \"", key, "\" with a non-integer bound on numbers at ", shown(pointer));
+    }
+    bounded = true;
+    const std::string k = key;
+    const JsonGrammar::Bound b{static_cast<int64_t>(v), k.starts_with("exclusive")};
+    if (k.find("inimum") != std::string::npos) {
+      if (!lo || b.value > lo->value || (b.value == lo->value && b.exclusive)) lo = b;
+    } else if (!hi || b.value < hi->value || (b.value == hi->value && b.exclusive)) {
+      hi = b;
+    }
+  }
+  return bounded ? json_.number_range(lo, hi) : json_.number();
+}
+
+Result<Symbol> SchemaCompiler::compile_integer(const OrderedJson& schema, const std::string& pointer) {
+  std::optional<int64_t> lo, hi;
+  // Integer bounds from number bounds: x >= 1.5 is x >= 2; x > 2 is x >= 3.
+  for (const char* key : {"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"}) {
+    auto it = schema.find(key);
+    if (it == schema.end()) continue;
+    if (!it->is_number()) return OG_ERROR("json schema: \"", key, "\" must be a number at ", shown(pointer));
+    const double v = it->get<double>();
+    const std::string k = key;
+    double bound = k == "minimum" ? std::ceil(v) : k == "exclusiveMinimum" ? std::floor(v) + 1
+                 : k == "maximum" ? std::floor(v) : std::ceil(v) - 1;
+    if (!(std::fabs(bound) < 9.2e18)) return OG_ERROR("json schema: \"", key, "\" outside the 64-bit integers at ", shown(pointer));
+    const auto b = static_cast<int64_t>(bound);
+    if (k.find("inimum") != std::string::npos) lo = lo ? std::max(*lo, b) : b;
+    else hi = hi ? std::min(*hi, b) : b;
+  }
+  if (lo && hi && *lo > *hi) return R::ref(g_.nothing("empty integer range"));
+  return json_.integer(lo, hi);
+}
+
+Result<Symbol> SchemaCompiler::compile_array(const OrderedJson& schema, const std::string& pointer, int depth) {
+  OG_ASSIGN_OR_RETURN(int64_t min, count_keyword(schema, "minItems", pointer));
+  OG_ASSIGN_OR_RETURN(const int64_t max, count_keyword(schema, "maxItems", pointer));
+  min = std::max<int64_t>(min, 0);
+  if (schema.contains("uniqueItems") && schema["uniqueItems"] != false && !(max >= 0 && max <= 1)) {
+    return OG_ERROR("json schema: unsupported keyword \"uniqueItems\" at ", shown(pointer));
+  }
+  // Draft-07: "items" as an array is the prefix and additionalItems the rest; 2020-12 spells
+  // these prefixItems and items.
+  const OrderedJson* prefix = nullptr;
+  const OrderedJson* rest = nullptr;
+  std::string prefix_key = "prefixItems", rest_key = "items";
+  if (draft_ == SchemaDraft::kDraft7) {
+    if (schema.contains("prefixItems")) return OG_ERROR("json schema: unsupported keyword \"prefixItems\" in draft-07 at ", shown(pointer));
+    if (schema.contains("items") && schema["items"].is_array()) {
+      prefix_key = "items", rest_key = "additionalItems";
+    }
+  } else if (schema.contains("additionalItems")) {
+    return OG_ERROR("json schema: unsupported keyword \"additionalItems\" in draft 2020-12 at ", shown(pointer));
+  }
+  if (schema.contains(prefix_key)) prefix = &schema[prefix_key];
+  if (schema.contains(rest_key)) rest = &schema[rest_key];
+  if (prefix != nullptr && !prefix->is_array()) return OG_ERROR("json schema: \"", prefix_key, "\" must be an array at ", shown(pointer));
+  std::vector<Symbol> items;
+  if (prefix != nullptr) {
+    for (size_t i = 0; i < prefix->size(); ++i) {
+      OG_ASSIGN_OR_RETURN(const Symbol s, compile((*prefix)[i], pointer + "/" + prefix_key + "/" + std::to_string(i), depth + 1));
+      items.push_back(s);
+    }
+  }
+  std::optional<Symbol> more;  // unset: no items past the prefix
+  if (rest == nullptr || *rest == true) {
+    more = json_.any_value();
+  } else if (*rest != false) {
+    OG_ASSIGN_OR_RETURN(more, compile(*rest, pointer + "/" + rest_key, depth + 1));
+  }
+  // after[i]: i items written; "]" once at least min, another item while under max. Past the
+  // prefix and min, an unbounded array loops on its last state (at least 1: it writes the comma).
+  const int64_t last = max >= 0 ? max : std::max<int64_t>({static_cast<int64_t>(items.size()), min, 1});
+  std::vector<int32_t> after;
+  for (int64_t i = 0; i <= last; ++i) after.push_back(g_.new_rule("items " + pointer));
+  for (int64_t i = 0; i <= last; ++i) {
+    const int32_t rule = after[static_cast<size_t>(i)];
+    if (i >= min) g_.add_alt(rule, {g_.byte(']')});
+    const bool in_prefix = i < static_cast<int64_t>(items.size());
+    if ((max >= 0 && i >= max) || (!in_prefix && !more)) continue;
+    const Symbol item = in_prefix ? items[static_cast<size_t>(i)] : *more;
+    const int32_t next = after[static_cast<size_t>(i == last ? i : i + 1)];
+    std::vector<Symbol> seq;
+    if (i > 0) seq = {g_.byte(','), json_.ws()};
+    seq.insert(seq.end(), {item, json_.ws(), R::ref(next)});
+    g_.add_alt(rule, std::move(seq));
+  }
+  const int32_t array = g_.new_rule("array " + pointer);
+  g_.add_alt(array, {g_.byte('['), json_.ws(), R::ref(after[0])});
+  return R::ref(array);
+}
+
+Symbol SchemaCompiler::other_key(const std::vector<std::string>& names) {
+  // A trie of the names over code points: at each node the key may end (unless the node spells
+  // a name), continue along a child, or leave the trie with any other raw character.
+  struct Node {
+    std::map<char32_t, size_t> children;
+    bool name = false;
+  };
+  std::vector<Node> trie(1);
+  for (const std::string& name : names) {
+    // A name with a character a raw key cannot hold can never be spelled by one.
+    if (std::any_of(name.begin(), name.end(), [](char c) { return static_cast<uint8_t>(c) < 0x20 || c == '"' || c == '\\'; })) {
+      continue;
+    }
+    size_t at = 0;
+    for (size_t i = 0; i < name.size();) {
+      const auto b0 = static_cast<uint8_t>(name[i]);
+      const size_t n = b0 < 0x80 ? 1 : b0 < 0xE0 ? 2 : b0 < 0xF0 ? 3 : 4;
+      char32_t cp = n == 1 ? b0 : b0 & (0x7F >> n);
+      for (size_t k = 1; k < n && i + k < name.size(); ++k) cp = (cp << 6) | (static_cast<uint8_t>(name[i + k]) & 0x3F);
+      i += n;
+      auto [it, fresh] = trie[at].children.emplace(cp, trie.size());
+      if (fresh) trie.emplace_back();
+      at = it->second;
+    }
+    trie[at].name = true;
+  }
+  const int32_t free_rest = g_.new_rule("key rest");
+  g_.add_alt(free_rest, {R::ref(g_.repeat("key chars", json_.raw_string_char(CharClass()), 0, -1)), g_.byte('"')});
+  std::vector<int32_t> rules(trie.size());
+  for (size_t k = 0; k < trie.size(); ++k) rules[k] = g_.new_rule("other key");
+  for (size_t k = 0; k < trie.size(); ++k) {
+    if (!trie[k].name) g_.add_alt(rules[k], {g_.byte('"')});
+    CharClass children;
+    for (const auto& [cp, child] : trie[k].children) {
+      children.add(cp);
+      std::string bytes;
+      append_utf8(bytes, cp);
+      std::vector<Symbol> seq;
+      g_.append_literal(seq, bytes);
+      seq.push_back(R::ref(rules[child]));
+      g_.add_alt(rules[k], std::move(seq));
+    }
+    g_.add_alt(rules[k], {json_.raw_string_char(children), R::ref(free_rest)});
+  }
+  const int32_t key = g_.new_rule("other key");
+  g_.add_alt(key, {g_.byte('"'), R::ref(rules[0])});
+  return R::ref(key);
+}
+
+}  // namespace onnx_genai::constraints

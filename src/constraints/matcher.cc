@@ -1,0 +1,166 @@
+// ConstraintVocabulary, CompiledConstraint and ConstraintMatcher (include/onnx_genai/constraints.h).
+#include <algorithm>
+#include <cstring>
+
+#include "constraints/compiled_state.h"
+#include "constraints/json_schema.h"
+#include "constraints/regex_compiler.h"
+#include "onnx_genai/constraints.h"
+
+namespace onnx_genai {
+
+using constraints::Automaton;
+using constraints::CompiledState;
+using constraints::TokenTrie;
+
+namespace constraints {
+
+Status walk_token_trie(Automaton& automaton, const TokenTrie& trie, int32_t state, std::vector<uint64_t>& mask) {
+  mask.assign((static_cast<size_t>(trie.vocab_size()) + 63) / 64, 0);
+  if (state == Automaton::kDead) return Status::ok();
+  const std::vector<TokenTrie::Node>& nodes = trie.nodes();
+  const std::vector<int32_t>& tokens = trie.node_tokens();
+  // states[d] is the state after the first d bytes of the current trie path, rows[d] its
+  // successor row (one load per trie node on the fast path).
+  std::vector<int32_t> states(trie.max_depth() + 1);
+  std::vector<const Automaton::Row*> rows(trie.max_depth() + 1);
+  states[0] = state;
+  rows[0] = &automaton.row(state);
+  for (size_t i = 0; i < nodes.size();) {
+    const TokenTrie::Node& n = nodes[i];
+    int32_t next = (*rows[n.depth - 1u])[n.byte];
+    if (next == Automaton::kUnknown) {
+      OG_ASSIGN_OR_RETURN(next, automaton.next(states[n.depth - 1u], n.byte));
+    }
+    if (next == Automaton::kDead) {
+      i = static_cast<size_t>(n.subtree_end);
+      continue;
+    }
+    states[n.depth] = next;
+    rows[n.depth] = &automaton.row(next);
+    for (int32_t k = n.first_token; k < n.first_token + n.token_count; ++k) {
+      const auto id = static_cast<uint32_t>(tokens[static_cast<size_t>(k)]);
+      mask[id >> 6] |= uint64_t{1} << (id & 63);
+    }
+    ++i;
+  }
+  return Status::ok();
+}
+
+}  // namespace constraints
+
+Result<std::shared_ptr<const ConstraintVocabulary>> ConstraintVocabulary::create(const Tokenizer& tokenizer,
+                                                                                   int32_t vocab_size,
+                                                                                   std::vector<int32_t> stop_ids) {
+  OG_ASSIGN_OR_RETURN(TokenTrie trie, TokenTrie::build(tokenizer, vocab_size, std::move(stop_ids)));
+  std::shared_ptr<ConstraintVocabulary> vocabulary(new ConstraintVocabulary());
+  vocabulary->trie_ = std::make_unique<TokenTrie>(std::move(trie));
+  return std::shared_ptr<const ConstraintVocabulary>(std::move(vocabulary));
+}
+
+ConstraintVocabulary::~ConstraintVocabulary() = default;
+int32_t ConstraintVocabulary::vocab_size() const { return trie_->vocab_size(); }
+const std::string& ConstraintVocabulary::token_bytes(int32_t id) const { return trie_->bytes(id); }
+size_t ConstraintVocabulary::trie_nodes() const { return trie_->nodes().size(); }
+
+Result<std::shared_ptr<CompiledConstraint>> CompiledConstraint::compile(
+    const ConstraintSpec& spec, std::shared_ptr<const ConstraintVocabulary> vocabulary) {
+  if (!vocabulary) return OG_ERROR("constraint: no vocabulary");
+  Result<constraints::Grammar> grammar = OG_ERROR("constraint: unknown kind");
+  switch (spec.kind) {
+    case ConstraintKind::kJsonSchema:
+      grammar = constraints::compile_json_schema(spec.text);
+      break;
+    case ConstraintKind::kJsonObject:
+      grammar = constraints::any_json_object_grammar();
+      break;
+    case ConstraintKind::kRegex:
+      grammar = constraints::compile_regex(spec.text);
+      break;
+  }
+  if (!grammar) return grammar.status();
+  std::shared_ptr<CompiledConstraint> compiled(new CompiledConstraint());
+  compiled->vocabulary_ = std::move(vocabulary);
+  compiled->state_ = std::make_unique<CompiledState>(std::make_shared<const constraints::Grammar>(std::move(grammar).value()));
+  // The start state is computed now so that a grammar the parser cannot even begin fails here.
+  OG_ASSIGN_OR_RETURN(const int32_t start, compiled->state_->automaton.start());
+  compiled->matches_nothing_ = start == Automaton::kDead;
+  return compiled;
+}
+
+CompiledConstraint::~CompiledConstraint() = default;
+
+ConstraintMatcher::ConstraintMatcher(std::shared_ptr<CompiledConstraint> compiled) : compiled_(std::move(compiled)) {
+  CompiledState& shared = compiled_->state();
+  std::lock_guard lock(shared.mutex);
+  history_.push_back(Step{shared.automaton.start().value(), false});  // compile() computed it
+}
+
+size_t ConstraintMatcher::mask_words() const {
+  return (static_cast<size_t>(compiled_->vocabulary().vocab_size()) + 63) / 64;
+}
+
+Status ConstraintMatcher::compute_mask(std::span<uint64_t> mask) {
+  if (mask.size() != mask_words()) return OG_ERROR("constraint mask: ", mask.size(), " words given, ", mask_words(), " needed");
+  const TokenTrie& trie = compiled_->vocabulary().trie();
+  const Step now = history_.back();
+  std::fill(mask.begin(), mask.end(), 0);
+  if (!now.terminated) {
+    CompiledState& shared = compiled_->state();
+    std::lock_guard lock(shared.mutex);
+    auto it = shared.masks.find(now.state);
+    if (it == shared.masks.end()) {
+      if (shared.masks.size() >= CompiledState::kMaxCachedMasks) shared.masks.clear();
+      std::vector<uint64_t> fresh;
+      OG_RETURN_IF_ERROR(constraints::walk_token_trie(shared.automaton, trie, now.state, fresh));
+      it = shared.masks.emplace(now.state, std::move(fresh)).first;
+    }
+    std::memcpy(mask.data(), it->second.data(), mask.size() * sizeof(uint64_t));
+  }
+  if (now.terminated || is_complete()) {
+    for (const int32_t id : trie.stop_ids()) mask[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
+  }
+  return Status::ok();
+}
+
+Status ConstraintMatcher::accept_token(int32_t id) {
+  const TokenTrie& trie = compiled_->vocabulary().trie();
+  if (id < 0 || id >= trie.vocab_size()) return OG_ERROR("constraint: token ", id, " is outside the vocabulary");
+  const Step now = history_.back();
+  if (trie.is_stop(id)) {
+    if (!now.terminated && !is_complete()) return OG_ERROR("constraint: stop token ", id, " before the output is complete");
+    history_.push_back(Step{now.state, true});
+    return Status::ok();
+  }
+  if (now.terminated) return OG_ERROR("constraint: token ", id, " after a stop token");
+  if (trie.bytes(id).empty()) return OG_ERROR("constraint: special token ", id, " is never allowed");
+  return accept_bytes(trie.bytes(id)).with_context("constraint: token " + std::to_string(id));
+}
+
+Status ConstraintMatcher::accept_bytes(std::string_view bytes) {
+  const Step now = history_.back();
+  if (now.terminated) return OG_ERROR("constraint: text after a stop token");
+  CompiledState& shared = compiled_->state();
+  std::lock_guard lock(shared.mutex);
+  int32_t state = now.state;
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    OG_ASSIGN_OR_RETURN(state, shared.automaton.next(state, static_cast<uint8_t>(bytes[i])));
+    if (state == Automaton::kDead) return OG_ERROR("byte ", i, " of ", bytes.size(), " leaves the language");
+  }
+  history_.push_back(Step{state, false});
+  return Status::ok();
+}
+
+bool ConstraintMatcher::is_complete() const {
+  CompiledState& shared = compiled_->state();
+  std::lock_guard lock(shared.mutex);
+  return shared.automaton.accepting(history_.back().state);
+}
+
+Status ConstraintMatcher::rollback(size_t count) {
+  if (count > accepted()) return OG_ERROR("constraint: cannot roll back ", count, " steps; ", accepted(), " were taken");
+  history_.resize(history_.size() - count);
+  return Status::ok();
+}
+
+}  // namespace onnx_genai

@@ -1,0 +1,60 @@
+#include "genai/constraint_processor.h"
+
+#include <limits>
+#include <mutex>
+
+namespace onnx_genai::genai {
+namespace {
+
+// Advances its matcher by the tokens generated since the last step (the history says which:
+// after a rewind it rolls back), then masks the row.
+class ConstraintProcessor final : public LogitProcessor {
+ public:
+  explicit ConstraintProcessor(std::shared_ptr<CompiledConstraint> constraint)
+      : matcher_(std::move(constraint)), mask_(matcher_.mask_words()) {}
+  std::string_view name() const override { return "constraint"; }
+
+  Status apply(const TokenHistory& history, Candidates& candidates) override {
+    const std::span<const int32_t> generated = history.generated();
+    if (generated.size() < matcher_.accepted()) OG_RETURN_IF_ERROR(matcher_.rollback(matcher_.accepted() - generated.size()));
+    for (size_t k = matcher_.accepted(); k < generated.size(); ++k) OG_RETURN_IF_ERROR(matcher_.accept_token(generated[k]));
+    OG_RETURN_IF_ERROR(matcher_.compute_mask(mask_));
+    const size_t width = mask_.size() * 64;
+    candidates.keep_if([&](int32_t id, float) {
+      const auto t = static_cast<size_t>(id);
+      return t < width && ((mask_[t >> 6] >> (t & 63)) & 1);
+    });
+    if (candidates.ids().empty()) return OG_ERROR("no token the constraint allows is left (every allowed token has logit -inf)");
+    return Status::ok();
+  }
+
+ private:
+  ConstraintMatcher matcher_;
+  std::vector<uint64_t> mask_;
+};
+
+}  // namespace
+
+Result<std::shared_ptr<CompiledConstraint>> compile_constraint(const ModelParts& model, const GeneratorParams& params) {
+  if (!params.constraint) return std::shared_ptr<CompiledConstraint>();
+  if (!model.tokenizer) return OG_ERROR("a constraint needs the model's tokenizer.json");
+  // The vocabulary's bytes (a trie of ~150k tokens) are prepared once per model.
+  std::call_once(model.constraint_vocabulary_once, [&] {
+    model.constraint_vocabulary = ConstraintVocabulary::create(
+        *model.tokenizer, static_cast<int32_t>(model.io.vocab_size), model.info.eos_token_ids);
+  });
+  if (!*model.constraint_vocabulary) return model.constraint_vocabulary->status();
+  OG_ASSIGN_OR_RETURN(std::shared_ptr<CompiledConstraint> compiled,
+                      CompiledConstraint::compile(*params.constraint, model.constraint_vocabulary->value()));
+  if (compiled->matches_nothing()) return OG_ERROR("the constraint matches no text at all");
+  return compiled;
+}
+
+void add_constraint_processor(std::shared_ptr<CompiledConstraint> constraint, LogitProcessorChain& chain) {
+  // A grammar often forces repeats (indentation, "}, {", a key's quotes), and an n-gram ban on the
+  // only allowed token leaves nothing to sample: the hard constraint wins over the heuristic.
+  std::erase_if(chain, [](const std::unique_ptr<LogitProcessor>& p) { return p->name() == "no_repeat_ngram"; });
+  chain.insert(chain.begin(), std::make_unique<ConstraintProcessor>(std::move(constraint)));
+}
+
+}  // namespace onnx_genai::genai

@@ -1,0 +1,185 @@
+// The matcher's contract: masks against accept_token, stop tokens only on complete text,
+// special tokens never, rollback, and schema errors that name the keyword and where it is.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "constraint_test_util.h"
+
+namespace onnx_genai::testing {
+namespace {
+
+std::shared_ptr<CompiledConstraint> compile(const TestVocabulary& v, ConstraintKind kind, const std::string& text) {
+  auto compiled = CompiledConstraint::compile({kind, text}, v.vocabulary);
+  EXPECT_TRUE(compiled.is_ok()) << compiled.status().message();
+  return compiled.is_ok() ? *compiled : nullptr;
+}
+
+TEST(Matcher, MaskIsExactlyTheTokensThatKeepAPrefix) {
+  // Every token's bytes checked one by one against the mask (the naive definition).
+  const TestVocabulary& v = test_vocabulary("qwen3");
+  auto compiled = compile(v, ConstraintKind::kJsonSchema,
+                          R"({"type":"object","properties":{"name":{"type":"string","maxLength":3},"n":{"type":"integer","minimum":-5,"maximum":120}},"required":["n"]})");
+  ConstraintMatcher m(compiled);
+  std::vector<uint64_t> mask(m.mask_words());
+  for (const std::string prefix : {"", "{", "{\"n\":", "{\"n\":1", "{\"n\":12", "{\"name\":\"ab", "{\"n\":-"}) {
+    ConstraintMatcher at(compiled);
+    ASSERT_TRUE(at.accept_bytes(prefix).is_ok()) << prefix;
+    ASSERT_TRUE(at.compute_mask(mask).is_ok());
+    for (int32_t id = 0; id < v.vocabulary->vocab_size(); ++id) {
+      const std::string& bytes = v.vocabulary->token_bytes(id);
+      if (bytes.empty()) continue;
+      ConstraintMatcher probe(compiled);
+      const bool allowed = probe.accept_bytes(prefix + bytes).is_ok();
+      ASSERT_EQ(mask_has(mask, id), allowed) << "prefix '" << prefix << "' token " << id << " '" << bytes << "'";
+    }
+  }
+}
+
+TEST(Matcher, StopOnlyWhenCompleteAndSpecialTokensNever) {
+  const TestVocabulary& v = test_vocabulary("qwen3");
+  auto compiled = compile(v, ConstraintKind::kRegex, "[0-9]{2,3}");
+  ConstraintMatcher m(compiled);
+  std::vector<uint64_t> mask(m.mask_words());
+  ASSERT_TRUE(m.compute_mask(mask).is_ok());
+  EXPECT_FALSE(mask_has(mask, v.eos));
+  EXPECT_FALSE(m.accept_token(v.eos).is_ok());
+  for (int32_t id = 0; id < v.tokenizer->vocab_size(); ++id) {
+    if (v.tokenizer->is_special(id)) {
+      ASSERT_FALSE(mask_has(mask, id)) << id;
+    }
+  }
+  ASSERT_TRUE(m.accept_bytes("12").is_ok());
+  ASSERT_TRUE(m.compute_mask(mask).is_ok());
+  EXPECT_TRUE(mask_has(mask, v.eos));
+  ASSERT_TRUE(m.accept_bytes("3").is_ok());
+  ASSERT_TRUE(m.compute_mask(mask).is_ok());
+  // Complete and nothing can follow: the stop token is the only choice.
+  size_t allowed = 0;
+  for (const uint64_t word : mask) allowed += static_cast<size_t>(__builtin_popcountll(word));
+  EXPECT_EQ(allowed, 1u);
+  ASSERT_TRUE(m.accept_token(v.eos).is_ok());
+  EXPECT_TRUE(m.is_terminated());
+  EXPECT_FALSE(m.accept_bytes("4").is_ok());
+}
+
+TEST(Matcher, RollbackRestoresEarlierStates) {
+  const TestVocabulary& v = test_vocabulary("llama2");
+  auto compiled = compile(v, ConstraintKind::kJsonObject, "");
+  ConstraintMatcher m(compiled);
+  const std::vector<int32_t> ids = spell(v, R"({"a": [1, 2]})");
+  ASSERT_FALSE(ids.empty());
+  for (const int32_t id : ids) ASSERT_TRUE(m.accept_token(id).is_ok());
+  EXPECT_TRUE(m.is_complete());
+  ASSERT_TRUE(m.rollback(2).is_ok());
+  EXPECT_FALSE(m.is_complete());
+  EXPECT_FALSE(m.rollback(ids.size()).is_ok());  // only ids.size() - 2 remain
+  for (size_t k = ids.size() - 2; k < ids.size(); ++k) ASSERT_TRUE(m.accept_token(ids[k]).is_ok());
+  EXPECT_TRUE(m.is_complete());
+  EXPECT_FALSE(m.accept_token(-1).is_ok());
+}
+
+TEST(Matcher, RefusedSchemasNameTheKeywordAndWhere) {
+  const TestVocabulary& v = test_vocabulary("qwen3");
+  for (const auto& [schema, message] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"properties":{"a":{"not":{"type":"string"}}}})", R"(unsupported keyword "not" at /properties/a)"},
+           {R"({"type":"array","items":{"patternProperties":{}}})", R"(unsupported keyword "patternProperties" at /items)"},
+           {R"({"type":"number","minimum":0.5})", R"(unsupported keyword "minimum" with a non-integer bound on numbers at /)"},
+           {R"({"$ref":"http://example.com/s.json"})", R"(unsupported keyword "$ref")"},
+           {R"({"type":"string","format":"hostname"})", R"(unsupported keyword "format" "hostname")"},
+                      {R"({"oneOf":[{"type":"integer"},{"type":"number"}]})", R"(unsupported keyword "oneOf")"},
+           {R"x({"type":"string","pattern":"(?=a)"})x", R"x("pattern" at /)x"},
+           {"{", "not valid JSON"}}) {
+    auto compiled = CompiledConstraint::compile({ConstraintKind::kJsonSchema, schema}, v.vocabulary);
+    ASSERT_FALSE(compiled.is_ok()) << schema;
+    EXPECT_NE(compiled.status().message().find(message), std::string::npos) << compiled.status().message();
+  }
+}
+
+TEST(Matcher, EmptyLanguagesAreReported) {
+  const TestVocabulary& v = test_vocabulary("qwen3");
+  for (const std::string schema : {"false", R"({"$ref":"#"})", R"({"type":"integer","minimum":3,"maximum":2})"}) {
+    auto compiled = compile(v, ConstraintKind::kJsonSchema, schema);
+    ASSERT_TRUE(compiled);
+    EXPECT_TRUE(compiled->matches_nothing()) << schema;
+    ConstraintMatcher m(compiled);
+    std::vector<uint64_t> mask(m.mask_words());
+    ASSERT_TRUE(m.compute_mask(mask).is_ok());
+    EXPECT_TRUE(std::all_of(mask.begin(), mask.end(), [](uint64_t w) { return w == 0; })) << schema;
+  }
+  EXPECT_FALSE(compile(v, ConstraintKind::kJsonSchema, R"({"type":"array","items":{"$ref":"#/items"}})")->matches_nothing());
+}
+
+TEST(Matcher, StringsCountEscapesAsOneCharacter) {
+  const TestVocabulary& v = test_vocabulary("qwen3");
+  auto compiled = compile(v, ConstraintKind::kJsonSchema, R"({"type":"string","minLength":2,"maxLength":3})");
+  for (const std::string text : {R"("a\nb")", R"("\u0041\t")", R"("\"\\/")", "\"\xC3\xA9\xF0\x9F\x98\x80\"", R"("\/\b\f")"}) {
+    EXPECT_TRUE(accepts_bytes(compiled, text)) << text;
+  }
+  for (const std::string text : {R"("a")", R"("abcd")", R"("a\nbc")", "\"a\nb\"", R"("\ud800a")", R"("\x41b")", "\"\xC3\""}) {
+    EXPECT_FALSE(accepts_bytes(compiled, text)) << text;
+  }
+}
+
+// Numbers with integer bounds, against the bounds evaluated on the parsed value (strtod).
+TEST(Matcher, NumberBoundsHoldForEveryAcceptedSpelling) {
+  const TestVocabulary& v = test_vocabulary("qwen3");
+  const std::vector<std::string> texts = {"0", "-0", "0.0", "-0.5", "1", "1.0", "1.5", "2", "2.000", "2.01", "-1", "-1.0",
+                                          "-1.01", "-2", "-3.5", "10", "99.99", "100", "100.0", "100.5", "1e1", "007", "-"};
+  for (const std::string schema : {R"({"type":"number","minimum":-1,"maximum":2})", R"({"type":"number","exclusiveMinimum":-2,"exclusiveMaximum":100})",
+                                   R"({"type":"number","minimum":0})", R"({"type":"number","exclusiveMaximum":0})",
+                                   R"({"type":"number","exclusiveMinimum":1,"maximum":1})"}) {
+    auto compiled = compile(v, ConstraintKind::kJsonSchema, schema);
+    const auto bounds = nlohmann::json::parse(schema);
+    for (const std::string& text : texts) {
+      const double x = std::strtod(text.c_str(), nullptr);
+      bool in = text != "007" && text != "-";
+      if (bounds.contains("minimum")) in = in && x >= bounds["minimum"].get<double>();
+      if (bounds.contains("maximum")) in = in && x <= bounds["maximum"].get<double>();
+      if (bounds.contains("exclusiveMinimum")) in = in && x > bounds["exclusiveMinimum"].get<double>();
+      if (bounds.contains("exclusiveMaximum")) in = in && x < bounds["exclusiveMaximum"].get<double>();
+      const bool accepted = accepts_bytes(compiled, text);
+      if (accepted) {
+        EXPECT_TRUE(in) << schema << " accepted " << text;
+      }
+      // Spellings the bounded grammar leaves out: exponents, and -0 (equal to 0).
+      if (in && text != "1e1" && text != "-0") {
+        EXPECT_TRUE(accepted) << schema << " refused " << text;
+      }
+    }
+  }
+}
+
+TEST(Matcher, OneOfTaggedUnionsCompileAndOverlapsAreRefused) {
+  const TestVocabulary& v = test_vocabulary("qwen3");
+  auto tagged = compile(v, ConstraintKind::kJsonSchema,
+                        R"({"oneOf":[{"type":"object","properties":{"kind":{"const":"a"},"x":{"type":"integer"}},"required":["kind"]},
+                                     {"type":"object","properties":{"kind":{"enum":["b","c"]},"y":{"type":"string"}},"required":["kind","y"]}]})");
+  EXPECT_TRUE(accepts_bytes(tagged, R"({"kind":"a","x":1})"));
+  EXPECT_TRUE(accepts_bytes(tagged, R"({"kind":"c","y":"z"})"));
+  EXPECT_FALSE(accepts_bytes(tagged, R"({"kind":"b"})"));
+  for (const std::string schema : {
+           // The tag is optional in the second branch: refused (the check wants it required in every branch).
+           R"({"oneOf":[{"type":"object","properties":{"kind":{"const":"a"}},"required":["kind"]},{"type":"object","properties":{"kind":{"const":"b"}}}]})",
+           // Shared tag value.
+           R"({"oneOf":[{"type":"object","properties":{"k":{"enum":["a","b"]}},"required":["k"]},{"type":"object","properties":{"k":{"const":"b"}},"required":["k"]}]})",
+           // Not only objects: a string matches both branches vacuously.
+           R"({"oneOf":[{"properties":{"k":{"const":"a"}},"required":["k"]},{"properties":{"k":{"const":"b"}},"required":["k"]}]})"}) {
+    auto compiled = CompiledConstraint::compile({ConstraintKind::kJsonSchema, schema}, v.vocabulary);
+    ASSERT_FALSE(compiled.is_ok()) << schema;
+    EXPECT_NE(compiled.status().message().find(R"(unsupported keyword "oneOf")"), std::string::npos);
+  }
+}
+
+TEST(Matcher, RecursiveSchemasNest) {
+  const TestVocabulary& v = test_vocabulary("qwen3");
+  auto compiled = compile(v, ConstraintKind::kJsonSchema,
+                          R"({"$defs":{"node":{"type":"object","properties":{"v":{"type":"integer"},"kids":{"type":"array","items":{"$ref":"#/$defs/node"}}},"required":["v"],"additionalProperties":false}},"$ref":"#/$defs/node"})");
+  EXPECT_TRUE(accepts_bytes(compiled, R"({"v":1,"kids":[{"v":2,"kids":[{"v":3}]},{"v":4}]})"));
+  EXPECT_TRUE(accepts_bytes(compiled, R"({"kids":[],"v":0})"));
+  EXPECT_FALSE(accepts_bytes(compiled, R"({"v":1,"kids":[{"kids":[]}]})"));
+  EXPECT_FALSE(accepts_bytes(compiled, R"({"v":1,"x":2})"));
+}
+
+}  // namespace
+}  // namespace onnx_genai::testing

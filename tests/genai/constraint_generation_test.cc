@@ -1,0 +1,99 @@
+// GeneratorParams::constraint on the default model (models/debian-prose-11m): a ragged batch under
+// one regex, seeded sampling that would otherwise draw in the graph. On a stand-in device
+// (tests/runtime/stand_in_device.h) the constrained rows take their logits to the host and give
+// the CPU session's tokens; every row's text matches the regex in full (std::regex) and ends in
+// eos; a rewind in the middle rolls each row's matcher back and the continuation still matches.
+#include <gtest/gtest.h>
+
+#include <regex>
+
+#include "genai/model_parts.h"
+#include "genai_test_util.h"
+#include "runtime/stand_in_device.h"
+
+namespace onnx_genai {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::StandInMemory;
+using testing::StandInScope;
+
+const fs::path kPackage = fs::path(OG_SOURCE_DIR) / "models/debian-prose-11m";
+const Device kStandIn{DeviceType::kCuda, 0};
+const std::string kPattern = "(red|green|blue) (cat|dog)s?, [1-9][0-9]{0,2} (kg|g)";
+
+Result<std::unique_ptr<genai::Model>> load(Device device) {
+  genai::ModelOptions options;
+  options.num_threads = 2;
+  options.device = device;
+  return genai::Model::load(kPackage.string(), options);
+}
+
+struct Run {
+  std::vector<std::vector<int32_t>> tokens;
+  std::vector<std::string> texts;
+};
+
+// Runs to the end; with `rewind_after` > 0, rewinds every row by 3 tokens after that many steps first.
+Result<Run> generate(const genai::Model& model, int rewind_after) {
+  genai::GeneratorParams params;
+  params.sampling.temperature = 1.0f;
+  params.sampling.seed = 5;
+  params.max_new_tokens = 40;
+  params.constraint = ConstraintSpec{ConstraintKind::kRegex, kPattern};
+  for (const char* prompt : {"The animal:", "And God said unto the", "Weight"}) {
+    OG_ASSIGN_OR_RETURN(std::vector<int32_t> ids, model.encode(prompt));
+    params.prompts.push_back(std::move(ids));
+  }
+  OG_ASSIGN_OR_RETURN(auto generator, genai::Generator::create(model, params));
+  for (int step = 0; step < rewind_after; ++step) OG_RETURN_IF_ERROR(generator->generate_next());
+  if (rewind_after > 0) {
+    size_t longest = 0;
+    for (size_t b = 0; b < generator->batch_size(); ++b) longest = std::max(longest, generator->tokens(b).size());
+    OG_RETURN_IF_ERROR(generator->rewind(longest - 3));
+  }
+  while (!generator->is_done()) OG_RETURN_IF_ERROR(generator->generate_next());
+  Run run;
+  for (size_t b = 0; b < generator->batch_size(); ++b) {
+    const auto tokens = generator->tokens(b);
+    std::vector<int32_t> generated(tokens.begin() + static_cast<std::ptrdiff_t>(generator->prompt_length(b)), tokens.end());
+    if (generator->finish_reason(b) != genai::FinishReason::kEos) return OG_ERROR("row ", b, " did not end in eos");
+    generated.pop_back();  // the eos
+    DecodeOptions options;
+    options.skip_special_tokens = true;
+    OG_ASSIGN_OR_RETURN(std::string text, model.tokenizer()->decode(generated, options));
+    run.tokens.emplace_back(tokens.begin(), tokens.end());
+    run.texts.push_back(std::move(text));
+  }
+  return run;
+}
+
+TEST(ConstraintGeneration, MaskedRowsSampleOnTheHostAndMatch) {
+  auto cpu = load(Device::cpu());
+  ASSERT_TRUE(cpu.is_ok()) << cpu.status().message();
+  auto want = generate(**cpu, 0);
+  ASSERT_TRUE(want.is_ok()) << want.status().message();
+  for (const std::string& text : want->texts) EXPECT_TRUE(std::regex_match(text, std::regex(kPattern))) << text;
+
+  StandInMemory memory;
+  StandInScope scope(memory);
+  auto device = load(kStandIn);
+  ASSERT_TRUE(device.is_ok()) << device.status().message();
+  ASSERT_TRUE(genai::ModelAccess::parts(**device).io.sampled_tokens_output) << "plain sampling would draw in the graph";
+  const int64_t before = scope.device->downloaded_bytes;
+  auto got = generate(**device, 0);
+  ASSERT_TRUE(got.is_ok()) << got.status().message();
+  EXPECT_EQ(got->tokens, want->tokens);
+  EXPECT_GE(scope.device->downloaded_bytes - before, 2 * (*device)->info().vocab_size * 3) << "logits come to the host";
+}
+
+TEST(ConstraintGeneration, RewindRollsTheMatchersBack) {
+  auto model = load(Device::cpu());
+  ASSERT_TRUE(model.is_ok()) << model.status().message();
+  auto run = generate(**model, 5);
+  ASSERT_TRUE(run.is_ok()) << run.status().message();
+  for (const std::string& text : run->texts) EXPECT_TRUE(std::regex_match(text, std::regex(kPattern))) << text;
+}
+
+}  // namespace
+}  // namespace onnx_genai
