@@ -29,6 +29,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,7 @@ struct RequestParams {
   std::vector<std::string> stop_strings;
   bool ignore_eos = false;
   bool skip_special_tokens = true;
+  std::optional<ConstraintSpec> constraint;  // structured output, as GeneratorParams::constraint
   int priority = 0;              // higher is scheduled first; FCFS among equals
   uint64_t cache_salt = 0;       // requests with different salts never share cached blocks
 };

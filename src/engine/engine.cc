@@ -13,6 +13,7 @@
 #include "engine/paged_runner.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
+#include "genai/constraint_processor.h"
 #include "genai/generator.h"
 #include "genai/greedy_output.h"
 #include "genai/model_parts.h"
@@ -171,6 +172,8 @@ Result<std::unique_ptr<Request>> Engine::Impl::make_request(std::vector<int32_t>
   const int64_t min_new_tokens = params.ignore_eos ? 0 : params.min_new_tokens;
   OG_ASSIGN_OR_RETURN(LogitProcessorChain chain,
                       make_generation_chain(params.sampling, min_new_tokens, parts->info.eos_token_ids));
+  OG_ASSIGN_OR_RETURN(std::shared_ptr<CompiledConstraint> constraint, compile_constraint(*parts, params.constraint));
+  if (constraint) add_constraint_processor(std::move(constraint), chain);
   r->plain_argmax = takes_plain_argmax(params.sampling, chain);
   OG_ASSIGN_OR_RETURN(Sampler sampler, Sampler::create(params.sampling, static_cast<int32_t>(vocab), std::move(chain)));
   r->sampler.emplace(std::move(sampler));
@@ -317,6 +320,7 @@ Status Engine::Impl::step_per_request(std::vector<RequestOutput>& outputs) {
       p.stop_strings = r->params.stop_strings;
       p.ignore_eos = r->params.ignore_eos;
       p.skip_special_tokens = r->params.skip_special_tokens;
+      p.constraint = r->params.constraint;
       p.prefill_chunk = options.max_num_batched_tokens;
       p.prompts = {r->tokens};
       OG_ASSIGN_OR_RETURN(r->generator, Generator::create(*model, p));

@@ -35,8 +35,9 @@ class ConstraintProcessor final : public LogitProcessor {
 
 }  // namespace
 
-Result<std::shared_ptr<CompiledConstraint>> compile_constraint(const ModelParts& model, const GeneratorParams& params) {
-  if (!params.constraint) return std::shared_ptr<CompiledConstraint>();
+Result<std::shared_ptr<CompiledConstraint>> compile_constraint(const ModelParts& model,
+                                                               const std::optional<ConstraintSpec>& spec) {
+  if (!spec) return std::shared_ptr<CompiledConstraint>();
   if (!model.tokenizer) return OG_ERROR("a constraint needs the model's tokenizer.json");
   // The vocabulary's bytes (a trie of ~150k tokens) are prepared once per model.
   std::call_once(model.constraint_vocabulary_once, [&] {
@@ -45,7 +46,7 @@ Result<std::shared_ptr<CompiledConstraint>> compile_constraint(const ModelParts&
   });
   if (!*model.constraint_vocabulary) return model.constraint_vocabulary->status();
   OG_ASSIGN_OR_RETURN(std::shared_ptr<CompiledConstraint> compiled,
-                      CompiledConstraint::compile(*params.constraint, model.constraint_vocabulary->value()));
+                      CompiledConstraint::compile(*spec, model.constraint_vocabulary->value()));
   if (compiled->matches_nothing()) return OG_ERROR("the constraint matches no text at all");
   return compiled;
 }

@@ -1,4 +1,5 @@
-// Structured output in generation: GeneratorParams::constraint compiled once per Generator
+// Structured output in generation: GeneratorParams::constraint compiled once per Generator (and
+// RequestParams::constraint once per engine request)
 // against the model's vocabulary, and a logit processor per sequence that keeps only the tokens
 // the sequence's matcher allows (include/onnx_genai/constraints.h).
 //
@@ -9,6 +10,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 
 #include "genai/model_parts.h"
 #include "onnx_genai/constraints.h"
@@ -17,9 +19,10 @@
 
 namespace onnx_genai::genai {
 
-// Null when `params` asks for no constraint. Fails on a constraint the engine refuses, one that
-// matches nothing, or a model without a tokenizer.
-Result<std::shared_ptr<CompiledConstraint>> compile_constraint(const ModelParts& model, const GeneratorParams& params);
+// Null when `spec` is empty. Fails on a constraint the engine refuses, one that matches nothing,
+// or a model without a tokenizer.
+Result<std::shared_ptr<CompiledConstraint>> compile_constraint(const ModelParts& model,
+                                                               const std::optional<ConstraintSpec>& spec);
 
 // Puts a processor masking what `constraint` forbids at the front of `chain`, and takes out the
 // no_repeat_ngram ban, which a grammar's forced repeats would run into.

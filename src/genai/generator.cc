@@ -176,7 +176,7 @@ Status Generator::Impl::init_sequences() {
   last.logits.resize(prompts.size());
   last.tokens.resize(prompts.size());
   bool plain_argmax = true, device_sampling = true;
-  OG_ASSIGN_OR_RETURN(std::shared_ptr<CompiledConstraint> constraint, compile_constraint(model, params));
+  OG_ASSIGN_OR_RETURN(std::shared_ptr<CompiledConstraint> constraint, compile_constraint(model, params.constraint));
   for (size_t b = 0; b < prompts.size(); ++b) {
     Sequence& row = rows[b];
     const size_t pads = model.io.right_padding ? 0 : widest - prompts[b].size();

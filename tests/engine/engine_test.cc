@@ -179,6 +179,36 @@ TEST_F(EngineTest, SeededSamplingDrawsTheSameTokensAloneAndBatched) {
   for (size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(batched[i].tokens, alone[i]) << "prompt " << i;
 }
 
+// Structured output inside the engine: each constrained request, batched with unconstrained ones,
+// gives the tokens the contiguous Generator gives under the same constraint.
+TEST_F(EngineTest, ConstrainedRequestsMatchTheGenerator) {
+  auto engine = Engine::load(kModel, options());
+  ASSERT_TRUE(engine.is_ok());
+  auto model = Model::load(kModel, ModelOptions{.num_threads = 2});
+  ASSERT_TRUE(model.is_ok());
+  const auto ids = encode_all(**model);
+  const std::vector<ConstraintSpec> specs = {{ConstraintKind::kJsonObject, ""},
+                                             {ConstraintKind::kRegex, "[0-9]{3}-[a-z]+ (yes|no)"},
+                                             {ConstraintKind::kJsonSchema, R"({"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]})"}};
+  std::vector<RequestParams> params(ids.size(), greedy(24));
+  std::vector<std::vector<int32_t>> want(ids.size());
+  for (size_t i = 0; i < specs.size(); ++i) {
+    params[i].constraint = specs[i];
+    GeneratorParams gp;
+    gp.sampling = params[i].sampling;
+    gp.max_new_tokens = 24;
+    gp.constraint = specs[i];
+    gp.prompts = {ids[i]};
+    auto gen = Generator::create(**model, gp);
+    ASSERT_TRUE(gen.is_ok()) << gen.status().message();
+    ASSERT_TRUE((*gen)->generate(nullptr).is_ok());
+    const std::span<const int32_t> all = (*gen)->tokens(0);
+    want[i].assign(all.begin() + static_cast<std::ptrdiff_t>(ids[i].size()), all.end());
+  }
+  const auto got = run_all(**engine, ids, {}, {0, 0, 1, 0, 2, 3, 3, 4}, &params);
+  for (size_t i = 0; i < specs.size(); ++i) EXPECT_EQ(got[i].tokens, want[i]) << "constraint " << i;
+}
+
 TEST_F(EngineTest, AbortFreesBlocksAndReportsTheRequest) {
   auto engine = Engine::load(kModel, options());
   ASSERT_TRUE(engine.is_ok());
