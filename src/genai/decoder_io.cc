@@ -7,7 +7,7 @@
 
 #include "genai/device_sampling.h"
 #include "genai/greedy_output.h"
-#include "genai/logit_rows.h"
+#include "runtime/generation_passes.h"
 
 namespace onnx_genai::genai {
 

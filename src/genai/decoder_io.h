@@ -33,8 +33,8 @@
 
 namespace onnx_genai::genai {
 
-// kLogitRows: the input src/genai/logit_rows.h adds, [B, R, hidden] positions whose logits to compute.
-// kSamplingParams, kSamplingUniforms: the inputs src/genai/device_sampling.h adds.
+// kLogitRows: the input runtime/generation_passes.h adds (select_logit_rows), [B, R, hidden] positions whose logits to compute.
+// kSamplingParams, kSamplingUniforms: the inputs runtime/generation_passes.h adds (device_sampling.h fills them).
 enum class InputRole {
   kInputIds,
   kAttentionMask,

@@ -13,19 +13,6 @@ namespace onnx_genai::genai {
 
 namespace {
 
-bool is_graph_output(const Graph& graph, const Value* value) {
-  return std::find(graph.outputs.begin(), graph.outputs.end(), value) != graph.outputs.end();
-}
-
-Value* add_input(Graph& graph, const char* name, DType dtype, std::vector<Dim> dims) {
-  Value* input = graph.add_value(name);
-  input->dtype = dtype;
-  input->dims = std::move(dims);
-  input->is_graph_input = true;
-  graph.inputs.push_back(input);
-  return input;
-}
-
 Status fill(Tensor& t, InputRole role, int64_t rows, const DeviceSamplingParams& params, auto&& uniform) {
   if (role == InputRole::kSamplingParams) {
     OG_RETURN_IF_ERROR(reuse_tensor(t, DType::kF32, Shape{rows, kSampleParamCount}));
@@ -39,32 +26,6 @@ Status fill(Tensor& t, InputRole role, int64_t rows, const DeviceSamplingParams&
 }
 
 }  // namespace
-
-Result<bool> add_sampled_tokens_output(Graph& graph, const std::string& logits_name) {
-  Value* logits = graph.find_value(logits_name);
-  if (logits == nullptr || !is_graph_output(graph, logits) || (logits->dims && logits->dims->size() != 3)) return false;
-  for (const char* name : {kSampledTokensOutput, kSamplingParamsInput, kSamplingUniformsInput}) {
-    if (graph.find_value(name) != nullptr) return OG_ERROR("the decoder already has a value named '", name, "'");
-  }
-  const Dim batch = logits->dims ? logits->dims->front() : Dim{-1, "batch_size"};
-  Value* params = add_input(graph, kSamplingParamsInput, DType::kF32, {batch, Dim{kSampleParamCount, ""}});
-  Value* uniforms = add_input(graph, kSamplingUniformsInput, DType::kF64, {batch});
-  Value* tokens = graph.add_value(kSampledTokensOutput);
-  tokens->dtype = DType::kI64;
-  tokens->dims = std::vector<Dim>{batch};
-  graph.outputs.push_back(tokens);
-
-  auto sample = std::make_unique<Node>();
-  sample->name = std::string(kSampledTokensOutput) + "/" + SampleTokensParams::kOpType;
-  sample->domain = SampleTokensParams::kDomain;
-  sample->op_type = SampleTokensParams::kOpType;
-  sample->opset = 1;
-  sample->inputs = {logits, params, uniforms};
-  sample->outputs = {tokens};
-  graph.add_node(std::move(sample));
-  OG_RETURN_IF_ERROR(graph.finalize().with_context("adding the sampled tokens output"));
-  return true;
-}
 
 bool takes_device_sampling(const SamplingParams& params, const LogitProcessorChain& chain) {
   if (params.is_greedy() || params.logprobs) return false;

@@ -3,7 +3,8 @@
 // for greedy steps.
 //
 // At load, the graph of a session on a device (never a CPU session's: there the host sampler
-// reads the logits where they are) gets two inputs and one output around onnx_genai SampleTokens
+// reads the logits where they are) gets, from runtime/generation_passes.h, two inputs and one
+// output around onnx_genai SampleTokens
 // (ops/schema/sampling.h), the host Sampler's pick computed where the logits are:
 //
 //   onnx_genai.sampled_tokens = SampleTokens(logits,                         int64 [B]
@@ -28,24 +29,17 @@
 #include <string>
 
 #include "genai/decoder_io.h"
-#include "graph/graph.h"
 #include "onnx_genai/sampling.h"
 #include "onnx_genai/status.h"
 #include "ops/schema/sampling_layout.h"
+#include "runtime/generation_passes.h"
 
 namespace onnx_genai::genai {
 
-inline constexpr const char* kSampledTokensOutput = "onnx_genai.sampled_tokens";
-inline constexpr const char* kSamplingParamsInput = "onnx_genai.sampling_params";
-inline constexpr const char* kSamplingUniformsInput = "onnx_genai.sampling_uniforms";
 // A row's uniform when it asks for no token.
 inline constexpr double kNoDraw = -1.0;
 
 using DeviceSamplingParams = std::array<float, kSampleParamCount>;
-
-// Adds the op, its inputs and its output when `logits_name` is a graph output of rank 3 (or of
-// unknown rank); returns whether it did.
-Result<bool> add_sampled_tokens_output(Graph& graph, const std::string& logits_name);
 
 // Whether a sequence sampled with `params` through `chain` (its whole processor chain, as
 // make_logit_processors or make_generation_chain built it from `params`) draws exactly what the op

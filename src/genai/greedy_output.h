@@ -1,10 +1,6 @@
-// The greedy token computed in the decoder graph, so that a greedy step on a GPU brings B token
-// ids to the host instead of B rows of logits (152k floats per row for Qwen).
-//
-// At load, the graph of a session on a device (never a CPU session's: there it would only add
-// work) gets one more output, in plain ONNX so the graph stays an ordinary graph:
-//
-//   onnx_genai.greedy_tokens = ArgMax(logits, axis = -1, keepdims = 0)     int64 [B, positions]
+// The greedy token computed in the decoder graph (runtime/generation_passes.h adds the
+// onnx_genai.greedy_tokens output to a device session's graph), on the generator's side: when a
+// sequence's token is that plain argmax, and reading it.
 //
 // ArgMax gives equal logits' first index, and the host sampler's greedy pick gives the lowest id
 // among equal logits: the same token for every row the host sampler accepts (finite or -inf
@@ -17,18 +13,12 @@
 #pragma once
 
 #include <cstdint>
-#include <string>
 
-#include "graph/graph.h"
 #include "onnx_genai/sampling.h"
 #include "onnx_genai/status.h"
+#include "runtime/generation_passes.h"
 
 namespace onnx_genai::genai {
-
-inline constexpr const char* kGreedyTokensOutput = "onnx_genai.greedy_tokens";
-
-// Adds the output when `logits_name` is a graph output; returns whether it did.
-Result<bool> add_greedy_tokens_output(Graph& graph, const std::string& logits_name);
 
 // Whether a sequence sampled with `params` through `chain` (its whole processor chain) picks the
 // argmax of the raw logits row: greedy, no processor, no logprobs.

@@ -3,12 +3,10 @@
 #include <climits>
 #include <filesystem>
 
-#include "genai/device_sampling.h"
-#include "genai/greedy_output.h"
-#include "genai/logit_rows.h"
 #include "genai/model_parts.h"
 #include "onnx/model.h"
 #include "runtime/execution_device.h"
+#include "runtime/generation_passes.h"
 
 namespace onnx_genai::genai {
 
@@ -20,60 +18,9 @@ Result<T> in_context(Result<T> result, const std::string& where) {
   return result.status().with_context(where);
 }
 
-bool is_gqa(const Node& node) { return node.op_type == "GroupQueryAttention" && node.domain == "com.microsoft"; }
-
-bool is_graph_output(const Graph& graph, const Value* value) {
-  return std::find(graph.outputs.begin(), graph.outputs.end(), value) != graph.outputs.end();
-}
-
-// Whether `value` (a shape, or a dim of it) reaches nothing but GroupQueryAttention's
-// total_sequence_length input, through shape plumbing only.
-bool feeds_only_total_length(const Graph& graph, const Value* value, int depth = 0) {
-  constexpr int kMaxDepth = 8;
-  if (depth > kMaxDepth || is_graph_output(graph, value)) return false;
-  for (const Node* consumer : value->consumers) {
-    if (is_gqa(*consumer)) {
-      for (size_t i = 0; i < consumer->inputs.size(); ++i) {
-        if (consumer->inputs[i] == value && i != 6) return false;  // 6: total_sequence_length
-      }
-      continue;
-    }
-    const std::string& op = consumer->op_type;
-    const bool plumbing = op == "Gather" || op == "Cast" || op == "Squeeze" || op == "Unsqueeze" || op == "Reshape" ||
-                          op == "Identity";
-    if (!plumbing || consumer->input(0) != value || consumer->outputs.empty() || consumer->outputs[0] == nullptr ||
-        !feeds_only_total_length(graph, consumer->outputs[0], depth + 1)) {
-      return false;
-    }
-  }
-  return true;
-}
-
-// onnxruntime-genai's attention-mask subgraph: the mask's values only reach a ReduceSum
-// (seqlens_k) and its width only total_sequence_length. Then a mask padded with zeros to any
-// width computes the same thing.
-bool mask_only_sets_lengths(const Graph& graph, const std::string& mask_name) {
-  const Value* mask = graph.find_value(mask_name);
-  if (mask == nullptr || !mask->is_graph_input || mask->consumers.empty()) return false;
-  for (const Node* consumer : mask->consumers) {
-    if (consumer->op_type == "ReduceSum") continue;
-    if (consumer->op_type != "Shape" || consumer->outputs.empty() || consumer->outputs[0] == nullptr ||
-        !feeds_only_total_length(graph, consumer->outputs[0])) {
-      return false;
-    }
-  }
-  return true;
-}
-
 GraphFacts read_graph_facts(const Graph& graph, const Package& package) {
   GraphFacts facts;
-  for (const auto& node : graph.nodes()) {
-    if (!is_gqa(*node)) continue;
-    for (size_t i : {3, 4}) {  // past_key, past_value: GroupQueryAttention can update them in place
-      const Value* past = node->input(i);
-      if (past != nullptr && past->is_graph_input) facts.inputs_read_by_gqa.insert(past->name);
-    }
-  }
+  facts.inputs_read_by_gqa = inputs_read_as_gqa_past(graph);
   const std::string& mask = package.names.attention_mask;
   facts.mask_only_sets_lengths = mask_only_sets_lengths(graph, mask.empty() ? "attention_mask" : mask);
   return facts;

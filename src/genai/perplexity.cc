@@ -1,6 +1,6 @@
 // Perplexity: each window is one decoder run from an empty KV cache (zero-length past tensors),
 // reading the logits of every position that predicts a scored token (only those are computed
-// when the graph takes logit_rows.h's input; else the graph computes all); the scored tokens'
+// when the graph takes runtime/generation_passes.h's logit rows; else the graph computes all); the scored tokens'
 // NLL is summed in double.
 #include "genai/perplexity.h"
 

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "genai/logit_rows.h"
+#include "runtime/generation_passes.h"
 #include "genai_test_util.h"
 #include "onnx/model.h"
 
@@ -41,11 +41,11 @@ TEST_F(LogitRows, ReachesTheHeadThroughASoftcap) {
     ASSERT_NE(model, nullptr);
     Graph& graph = *model->graph;
     ASSERT_EQ(producer_of(graph, "logits")->op_type, "Mul");
-    auto applied = genai::select_logit_rows(graph, "logits");
+    auto applied = select_logit_rows(graph, "logits");
     ASSERT_TRUE(applied.is_ok()) << applied.status().message();
     EXPECT_TRUE(*applied);
-    EXPECT_TRUE(has_input(graph, genai::kLogitRowsInput));
-    const Value* rows = graph.find_value(genai::kLogitRowsInput);
+    EXPECT_TRUE(has_input(graph, kLogitRowsInput));
+    const Value* rows = graph.find_value(kLogitRowsInput);
     ASSERT_EQ(rows->consumers.size(), 1u);
     const Node* gather = rows->consumers[0];
     EXPECT_EQ(gather->op_type, "GatherElements");
@@ -60,7 +60,7 @@ TEST_F(LogitRows, LeavesOtherGraphsAlone) {
   auto model = load({"rows_llama", {"--preset", "llama", "--style", "genai"}, {}, 0, ""});
   ASSERT_NE(model, nullptr);
   Graph& graph = *model->graph;
-  EXPECT_FALSE(*genai::select_logit_rows(graph, "no_such_output"));
+  EXPECT_FALSE(*select_logit_rows(graph, "no_such_output"));
   // A second reader of the head's output (as if the graph also returned it) pins every position.
   Value* logits = graph.find_value("logits");
   Value* extra = graph.add_value("logits_copy");
@@ -73,10 +73,10 @@ TEST_F(LogitRows, LeavesOtherGraphsAlone) {
   graph.add_node(std::move(identity));
   graph.outputs.push_back(extra);
   ASSERT_TRUE(graph.finalize().is_ok());
-  auto applied = genai::select_logit_rows(graph, "logits");
+  auto applied = select_logit_rows(graph, "logits");
   ASSERT_TRUE(applied.is_ok());
   EXPECT_FALSE(*applied);
-  EXPECT_FALSE(has_input(graph, genai::kLogitRowsInput));
+  EXPECT_FALSE(has_input(graph, kLogitRowsInput));
 }
 
 }  // namespace
