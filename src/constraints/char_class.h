@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "constraints/grammar.h"
+#include "tokenizer/unicode.h"
 
 namespace onnx_genai::constraints {
 
@@ -41,7 +42,7 @@ enum class TextEncoding {
 // UTF-8 form, and a JSON string's \uD800-style escapes are left out for the same reason.
 int32_t char_class_rule(GrammarBuilder& g, const CharClass& set, TextEncoding encoding);
 
-// Appends `cp`'s UTF-8 bytes to `out`.
-void append_utf8(std::string& out, char32_t cp);
+// UTF-8 bytes of a code point: the tokenizer's.
+using unicode::append_utf8;
 
 }  // namespace onnx_genai::constraints

@@ -23,6 +23,7 @@
 #include <sstream>
 
 #include "onnx_genai/tokenizer.h"
+#include "tokenizer/unicode.h"
 
 namespace onnx_genai {
 namespace {
@@ -80,24 +81,6 @@ const T& pick(Rng& rng, const std::vector<T>& items) {
   return items[pick(rng, items.size())];
 }
 
-void append_utf8(std::string& out, char32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
-
 // Random valid UTF-8 weighted towards what tokenizers treat specially: whitespace runs,
 // digits, combining marks, CJK, RTL scripts, emoji with ZWJ and variation selectors, and
 // special-token strings.
@@ -120,7 +103,7 @@ std::string random_utf8(Rng& rng, size_t max_chars) {
     const auto& [lo, hi] = pick(rng, kRanges);
     const char32_t cp = lo + static_cast<char32_t>(pick(rng, hi - lo + 1));
     if (cp >= 0xD800 && cp < 0xE000) continue;  // surrogates are not characters
-    append_utf8(out, cp);
+    unicode::append_utf8(out, cp);
   }
   return out;
 }
