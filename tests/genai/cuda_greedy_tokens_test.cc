@@ -10,9 +10,7 @@
 #include "genai_test_util.h"
 #include "onnx_genai/genai.h"
 
-#ifdef OG_HAVE_CUDA
-#include "core/cuda/device.h"
-#endif
+#include "gpu_skip.h"
 
 namespace onnx_genai {
 namespace {
@@ -47,11 +45,7 @@ Result<Decoded> decode(const genai::Model& model, const std::vector<std::vector<
 }
 
 TEST(CudaGreedyTokens, DefaultModelTokensFromTheGraphEqualTheHostSamplers) {
-#ifdef OG_HAVE_CUDA
-  if (auto usable = cuda::usable_device(0); !usable.is_ok()) GTEST_SKIP() << "no usable GPU: " << usable.status().message();
-#else
-  GTEST_SKIP() << "no usable GPU: this build has no CUDA backend";
-#endif
+  OG_SKIP_WITHOUT_GPU();
   genai::ModelOptions options;
   options.num_threads = 2;
   options.device = Device{DeviceType::kCuda, 0};

@@ -10,6 +10,7 @@
 //     steps allocate no device memory.
 #include <gtest/gtest.h>
 
+#include "gpu_skip.h"
 #include "genai_test_util.h"
 #include "onnx_genai/genai.h"
 #include "runtime/stand_in_device.h"
@@ -111,11 +112,7 @@ TEST_P(DeviceGraphs, StandInDecodeStepsReplayAndGiveTheCpuTokens) {
 }
 
 TEST_P(DeviceGraphs, GpuDecodeStepsReplayWithoutAllocatingAndGiveTheUnrecordedTokens) {
-#ifdef OG_HAVE_CUDA
-  if (auto usable = cuda::usable_device(0); !usable.is_ok()) GTEST_SKIP() << "no usable GPU: " << usable.status().message();
-#else
-  GTEST_SKIP() << "no usable GPU: this build has no CUDA backend";
-#endif
+  OG_SKIP_WITHOUT_GPU();
   const Device gpu{DeviceType::kCuda, 0};
   auto eager = run(gpu, false, GetParam());
   ASSERT_TRUE(eager.is_ok()) << eager.status().message();

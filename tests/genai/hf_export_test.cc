@@ -35,9 +35,7 @@
 #include "onnx_genai/genai.h"
 #include "onnx_genai/session.h"
 
-#ifdef OG_HAVE_CUDA
-#include "core/cuda/device.h"
-#endif
+#include "gpu_skip.h"
 
 namespace onnx_genai {
 namespace {
@@ -200,11 +198,7 @@ TEST_P(HfExport, PackageGeneratesOnnxRuntimesTokens) {
 class HfExportCuda : public ::testing::TestWithParam<HfFixture> {};
 
 TEST_P(HfExportCuda, GreedyTokensMatchTheCpu) {
-#ifdef OG_HAVE_CUDA
-  if (auto usable = cuda::usable_device(0); !usable.is_ok()) GTEST_SKIP() << "no usable GPU: " << usable.status().message();
-#else
-  GTEST_SKIP() << "no usable GPU: this build has no CUDA backend";
-#endif
+  OG_SKIP_WITHOUT_GPU();
   auto reference = read_reference(GetParam().dir);
   ASSERT_TRUE(reference.is_ok()) << reference.status().message();
   const auto prompts = testing::to_int32(reference->prompts);
