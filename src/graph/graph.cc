@@ -118,6 +118,19 @@ Status Graph::finalize(const Graph* outer) {
   return Status::ok();
 }
 
+Value* Graph::add_input(std::string name, DType dtype, std::vector<Dim> dims) {
+  Value* v = add_value(std::move(name));
+  v->dtype = dtype;
+  v->dims = std::move(dims);
+  v->is_graph_input = true;
+  inputs.push_back(v);
+  return v;
+}
+
+bool Graph::is_output(const Value* value) const {
+  return std::find(outputs.begin(), outputs.end(), value) != outputs.end();
+}
+
 int Graph::eliminate_dead_nodes() {
   std::set<const Node*> live;
   std::vector<const Value*> stack(outputs.begin(), outputs.end());

@@ -67,6 +67,9 @@ class Graph {
 
   Value* add_value(std::string name);
   Value* find_value(const std::string& name) const;
+  // A new graph input (appended to `inputs`) of `dtype` and declared `dims`.
+  Value* add_input(std::string name, DType dtype, std::vector<Dim> dims);
+  bool is_output(const Value* value) const;
   Node* add_node(std::unique_ptr<Node> node);
   const std::vector<std::unique_ptr<Node>>& nodes() const { return nodes_; }
   const std::vector<std::unique_ptr<Value>>& values() const { return values_; }

@@ -36,14 +36,10 @@ bool is_op(const Node* node, const char* domain, const char* op_type, size_t out
          node->outputs[0] != nullptr;
 }
 
-bool is_graph_output(const Graph& graph, const Value* v) {
-  return std::find(graph.outputs.begin(), graph.outputs.end(), v) != graph.outputs.end();
-}
-
 // Whether `v` is read by exactly `readers`, once each, and is no graph output: the fused node
 // may then stop producing it.
 bool read_only_by(const Graph& graph, const Value* v, std::initializer_list<const Node*> readers) {
-  if (is_graph_output(graph, v) || v->consumers.size() != readers.size()) return false;
+  if (graph.is_output(v) || v->consumers.size() != readers.size()) return false;
   return std::all_of(readers.begin(), readers.end(),
                      [&](const Node* r) { return std::count(v->consumers.begin(), v->consumers.end(), r) == 1; });
 }
@@ -151,7 +147,7 @@ Value* add_constant(Graph& graph, std::string name, Tensor value) {
 // Weights nothing reads any more are released (a copied model would otherwise hold them twice).
 void release_unread(const Graph& graph, const std::vector<Value*>& weights) {
   for (Value* v : weights) {
-    if (v->consumers.empty() && !is_graph_output(graph, v)) v->initializer = Tensor();
+    if (v->consumers.empty() && !graph.is_output(v)) v->initializer = Tensor();
   }
 }
 
@@ -457,7 +453,7 @@ struct NormMatch {
 
 // Absent, or neither read nor a graph output: the fused node need not produce it.
 bool unread(const Graph& graph, const Value* v) {
-  return v == nullptr || (v->consumers.empty() && !is_graph_output(graph, v));
+  return v == nullptr || (v->consumers.empty() && !graph.is_output(v));
 }
 
 // `v` is a vector of `k` elements: a constant, or a value whose dims say so.

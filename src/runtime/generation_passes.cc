@@ -13,15 +13,11 @@ namespace {
 
 bool is_gqa(const Node& node) { return node.op_type == "GroupQueryAttention" && node.domain == "com.microsoft"; }
 
-bool is_graph_output(const Graph& graph, const Value* value) {
-  return std::find(graph.outputs.begin(), graph.outputs.end(), value) != graph.outputs.end();
-}
-
 // Whether `value` (a shape, or a dim of it) reaches nothing but GroupQueryAttention's
 // total_sequence_length input, through shape plumbing only.
 bool feeds_only_total_length(const Graph& graph, const Value* value, int depth = 0) {
   constexpr int kMaxDepth = 8;
-  if (depth > kMaxDepth || is_graph_output(graph, value)) return false;
+  if (depth > kMaxDepth || graph.is_output(value)) return false;
   for (const Node* consumer : value->consumers) {
     if (is_gqa(*consumer)) {
       for (size_t i = 0; i < consumer->inputs.size(); ++i) {
@@ -130,23 +126,11 @@ Node* find_lm_head(Value* logits, std::vector<Value*>& chain) {
   return nullptr;
 }
 
-Value* add_input(Graph& graph, const char* name, DType dtype, std::vector<Dim> dims) {
-  Value* input = graph.add_value(name);
-  input->dtype = dtype;
-  input->dims = std::move(dims);
-  input->is_graph_input = true;
-  graph.inputs.push_back(input);
-  return input;
-}
-
 }  // namespace
 
 Result<bool> select_logit_rows(Graph& graph, const std::string& logits_name) {
   Value* logits = graph.find_value(logits_name);
-  if (logits == nullptr || !logits->consumers.empty() ||
-      std::find(graph.outputs.begin(), graph.outputs.end(), logits) == graph.outputs.end()) {
-    return false;
-  }
+  if (logits == nullptr || !logits->consumers.empty() || !graph.is_output(logits)) return false;
   std::vector<Value*> chain;
   Node* head = find_lm_head(logits, chain);
   if (head == nullptr) return false;
@@ -159,11 +143,7 @@ Result<bool> select_logit_rows(Graph& graph, const std::string& logits_name) {
     return OG_ERROR("the decoder already has a value named '", kLogitRowsInput, "'");
   }
 
-  Value* rows = graph.add_value(kLogitRowsInput);
-  rows->dtype = DType::kI64;
-  rows->dims = std::vector<Dim>{(*logits->dims)[0], Dim{-1, "logit_rows"}, Dim{width, ""}};
-  rows->is_graph_input = true;
-  graph.inputs.push_back(rows);
+  Value* rows = graph.add_input(kLogitRowsInput, DType::kI64, {(*logits->dims)[0], Dim{-1, "logit_rows"}, Dim{width, ""}});
 
   Value* selected = graph.add_value(hidden->name + "/" + kLogitRowsInput);
   selected->dtype = hidden->dtype;
@@ -189,7 +169,7 @@ Result<bool> select_logit_rows(Graph& graph, const std::string& logits_name) {
 
 Result<bool> add_greedy_tokens_output(Graph& graph, const std::string& logits_name) {
   Value* logits = graph.find_value(logits_name);
-  if (logits == nullptr || std::find(graph.outputs.begin(), graph.outputs.end(), logits) == graph.outputs.end()) {
+  if (logits == nullptr || !graph.is_output(logits)) {
     return false;
   }
   if (graph.find_value(kGreedyTokensOutput) != nullptr) {
@@ -220,13 +200,13 @@ Result<bool> add_greedy_tokens_output(Graph& graph, const std::string& logits_na
 
 Result<bool> add_sampled_tokens_output(Graph& graph, const std::string& logits_name) {
   Value* logits = graph.find_value(logits_name);
-  if (logits == nullptr || !is_graph_output(graph, logits) || (logits->dims && logits->dims->size() != 3)) return false;
+  if (logits == nullptr || !graph.is_output(logits) || (logits->dims && logits->dims->size() != 3)) return false;
   for (const char* name : {kSampledTokensOutput, kSamplingParamsInput, kSamplingUniformsInput}) {
     if (graph.find_value(name) != nullptr) return OG_ERROR("the decoder already has a value named '", name, "'");
   }
   const Dim batch = logits->dims ? logits->dims->front() : Dim{-1, "batch_size"};
-  Value* params = add_input(graph, kSamplingParamsInput, DType::kF32, {batch, Dim{kSampleParamCount, ""}});
-  Value* uniforms = add_input(graph, kSamplingUniformsInput, DType::kF64, {batch});
+  Value* params = graph.add_input(kSamplingParamsInput, DType::kF32, {batch, Dim{kSampleParamCount, ""}});
+  Value* uniforms = graph.add_input(kSamplingUniformsInput, DType::kF64, {batch});
   Value* tokens = graph.add_value(kSampledTokensOutput);
   tokens->dtype = DType::kI64;
   tokens->dims = std::vector<Dim>{batch};

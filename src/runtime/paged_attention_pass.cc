@@ -13,10 +13,6 @@ namespace {
 
 bool is_gqa(const Node& node) { return node.op_type == "GroupQueryAttention" && node.domain == "com.microsoft"; }
 
-bool is_graph_output(const Graph& graph, const Value* v) {
-  return std::find(graph.outputs.begin(), graph.outputs.end(), v) != graph.outputs.end();
-}
-
 // Why `node` cannot become a PagedAttention, or "" when it can.
 std::string unsupported(const Graph& graph, const Node& node) {
   using G = GqaParams;
@@ -31,7 +27,7 @@ std::string unsupported(const Graph& graph, const Node& node) {
   }
   for (int i = G::kPresentKey; i <= G::kPresentValue; ++i) {
     const Value* present = i < static_cast<int>(node.outputs.size()) ? node.outputs[static_cast<size_t>(i)] : nullptr;
-    if (present != nullptr && (!is_graph_output(graph, present) || !present->consumers.empty())) {
+    if (present != nullptr && (!graph.is_output(present) || !present->consumers.empty())) {
       return "its present key or value is read inside the graph";
     }
   }
@@ -46,15 +42,6 @@ std::string unsupported(const Graph& graph, const Node& node) {
   }
   if ((node.input(G::kKey) == nullptr) != (node.input(G::kValue) == nullptr)) return "it has only one of key and value";
   return "";
-}
-
-Value* add_input(Graph& graph, const std::string& name, DType dtype, std::vector<Dim> dims) {
-  Value* v = graph.add_value(name);
-  v->dtype = dtype;
-  v->dims = std::move(dims);
-  v->is_graph_input = true;
-  graph.inputs.push_back(v);
-  return v;
 }
 
 void copy_attribute(const Node& from, Node& to, const char* name) {
@@ -97,9 +84,9 @@ Result<PagedRewrite> rewrite_to_paged_attention(Graph& graph, int64_t block_size
     if (graph.find_value(name) != nullptr) return OG_ERROR("the decoder already has a value named '", name, "'");
   }
   const Dim sequences{-1, "paged_sequences"};
-  Value* tables = add_input(graph, kBlockTablesInput, DType::kI32, {sequences, Dim{-1, "paged_max_blocks"}});
-  Value* starts = add_input(graph, kQueryStartsInput, DType::kI32, {Dim{-1, "paged_sequences_plus_1"}});
-  Value* lens = add_input(graph, kSeqLensInput, DType::kI32, {sequences});
+  Value* tables = graph.add_input(kBlockTablesInput, DType::kI32, {sequences, Dim{-1, "paged_max_blocks"}});
+  Value* starts = graph.add_input(kQueryStartsInput, DType::kI32, {Dim{-1, "paged_sequences_plus_1"}});
+  Value* lens = graph.add_input(kSeqLensInput, DType::kI32, {sequences});
 
   for (size_t layer = 0; layer < attention.size(); ++layer) {
     Node* gqa = attention[layer];
@@ -109,8 +96,8 @@ Result<PagedRewrite> rewrite_to_paged_attention(Graph& graph, int64_t block_size
                                       Dim{result.head_size, ""}};
     PagedLayer names{"onnx_genai.key_cache." + n, "onnx_genai.value_cache." + n, "onnx_genai.key_cache_out." + n,
                      "onnx_genai.value_cache_out." + n};
-    Value* key_cache = add_input(graph, names.key_cache, past->dtype, cache_dims);
-    Value* value_cache = add_input(graph, names.value_cache, past->dtype, cache_dims);
+    Value* key_cache = graph.add_input(names.key_cache, past->dtype, cache_dims);
+    Value* value_cache = graph.add_input(names.value_cache, past->dtype, cache_dims);
     Value* key_out = graph.add_value(names.key_cache_out);
     Value* value_out = graph.add_value(names.value_cache_out);
     graph.outputs.push_back(key_out);
