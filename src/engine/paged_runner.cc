@@ -95,8 +95,9 @@ Status PagedRunner::fill_inputs(std::span<const ScheduledRun> runs, int64_t toke
         break;
       }
       case InputRole::kBlockTables: {
+        // Only each scheduled row's own blocks: attention reads a row's first ceil(len / block)
+        // entries and nothing of unused rows (length 0), so the rest may hold anything.
         OG_RETURN_IF_ERROR(genai::reuse_tensor(t, DType::kI32, Shape{seqs, max_blocks}));
-        std::fill_n(t.data<int32_t>(), seqs * max_blocks, 0);
         for (size_t s = 0; s < runs.size(); ++s) {
           const std::vector<int32_t>& blocks = runs[s].request->blocks;
           std::copy(blocks.begin(), blocks.end(), t.data<int32_t>() + static_cast<int64_t>(s) * max_blocks);
