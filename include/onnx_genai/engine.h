@@ -71,6 +71,8 @@ struct RequestOutput {
   bool finished = false;
   FinishReason reason = FinishReason::kNone;  // kAborted after abort()
   int64_t prompt_tokens = 0, cached_prompt_tokens = 0, generated_tokens = 0;
+  // On the request's first output: seconds from add_request until its tokens were first scheduled.
+  std::optional<double> queue_seconds;
 };
 
 struct EngineStats {

@@ -54,11 +54,7 @@ Result<ServeBenchOptions> parse_serve_bench_options(std::span<const std::string>
   table.valued["--seed"] = integer_option(o.seed, 0, 1LL << 62);
   table.valued["--slo-ttft-ms"] = real(o.slo_ttft_ms, 0, 1e9);
   table.valued["--slo-tpot-ms"] = real(o.slo_tpot_ms, 0, 1e9);
-  table.valued["--block-size"] = integer_option(o.engine.block_size, 1, 1024);
-  table.valued["--kv-cache-memory"] = integer_option(o.engine.kv_cache_memory, 1, 1LL << 50);
-  table.valued["--max-num-batched-tokens"] = integer_option(o.engine.max_num_batched_tokens, 1, 1 << 16);
-  table.valued["--max-num-seqs"] = integer_option(o.engine.max_num_seqs, 1, 1 << 16);
-  add_model_options(table, o.engine.model);
+  add_engine_options(table, o.engine);
   table.flags = {{"--json", &o.json}, {"--no-prefix-caching", &o.no_prefix_caching}};
   OG_RETURN_IF_ERROR(parse_options(args, table, o.model_path));
   o.engine.prefix_caching = !o.no_prefix_caching;

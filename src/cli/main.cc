@@ -5,6 +5,7 @@
 //   show [MODEL] (cli/show_command.h)
 //   bench [MODEL] --prompt-len P --gen-len G [--repeat R] [--threads N] [--json] (cli/bench_command.h)
 //   bench-serve [MODEL] [--num-requests N] [--concurrency C | --request-rate R] ... (cli/bench_serve_command.h)
+//   serve [MODEL] [--host H] [--port P] [--api-key KEY] ... (cli/serve_command.h)
 //   run [MODEL] [--system TEXT] [--greedy] [--max-new-tokens N] [--threads N] (cli/run_command.h)
 //   eval-ppl [MODEL] --text FILE [--window N] [--stride N] [--threads N] [--json] (cli/eval_ppl_command.h)
 // Any error prints one line to stderr and exits with status 1 (generate: 2 for bad input); so does
@@ -27,6 +28,7 @@
 #include "cli/generate_command.h"
 #include "cli/run_command.h"
 #include "cli/run_support.h"
+#include "cli/serve_command.h"
 #include "cli/show_command.h"
 #include "cli/tokenize_command.h"
 
@@ -70,7 +72,7 @@ constexpr const char* kUsage =
     "         CUDA graphs and replay them (default on); off launches every kernel on its own\n"
     "usage: onnx-genai bench-serve [MODEL] [--num-requests N] [--concurrency C | --request-rate R] [--prompt-len P]\n"
     "         [--gen-len G] [--range F] [--shared-prefix-len S] [--seed N] [--slo-ttft-ms X] [--slo-tpot-ms Y]\n"
-    "         [--block-size B] [--kv-cache-memory BYTES] [--max-num-batched-tokens N] [--max-num-seqs N]\n"
+    "         [--block-size B] [--kv-cache-memory BYTES|FRACTION] [--max-num-batched-tokens N] [--max-num-seqs N]\n"
     "         [--no-prefix-caching] [--threads N] [--device cpu|cuda[:N]] [--json]\n"
     "  bench-serve  N requests (default 64) on the serving engine (continuous batching, paged KV, prefix\n"
     "         caching): random prompt / output lengths within +-F (default 0.5) of P (128) and G (64), all\n"
@@ -78,6 +80,16 @@ constexpr const char* kUsage =
     "         process of R per second; greedy, eos ignored, after an unmeasured warm-up. Prints output and\n"
     "         total tok/s, req/s, goodput under the TTFT / TPOT objectives (default 1000 / 100 ms), TTFT,\n"
     "         TPOT, ITL and end-to-end latency (mean, p50, p90, p99), KV waste, preemptions, prefix hits\n"
+    "usage: onnx-genai serve [MODEL] [--host 127.0.0.1] [--port 8080] [--api-key KEY] [--served-model-name NAME]\n"
+    "         [--threads N] [--device cpu|cuda[:N]] [--max-num-seqs N] [--max-num-batched-tokens N] [--block-size B]\n"
+    "         [--kv-cache-memory BYTES|FRACTION] [--no-prefix-caching] [--max-queued-requests N] [--max-body-bytes N]\n"
+    "         [--http-threads N] [--read-timeout S] [--drain-timeout S]\n"
+    "  serve  an OpenAI-compatible HTTP server on the serving engine: POST /v1/chat/completions, /v1/completions\n"
+    "         (stream: server-sent events), /tokenize, /detokenize; GET /v1/models, /health, /metrics (Prometheus)\n"
+    "         and / (a chat page). --port 0 picks a free port; --api-key requires 'Authorization: Bearer KEY' on\n"
+    "         /v1/*; --max-queued-requests (default 1024) bounds requests in flight (more get 503 + Retry-After);\n"
+    "         --max-body-bytes (default 16 MiB) bounds bodies (413); SIGTERM/SIGINT stops accepting and drains\n"
+    "         running requests for at most --drain-timeout seconds (default 30), then exits 0\n"
     "usage: onnx-genai run [MODEL] [--system TEXT] [--greedy] [--max-new-tokens N] [--threads N] [--device cpu|cuda[:N]]\n"
     "         [--max-input-bytes N]\n"
     "  run    chat with the model (its chat template), one line per user turn; /help lists the commands\n"
@@ -107,6 +119,7 @@ int run_command(const std::vector<std::string>& args) {
   if (args[0] == "show") return onnx_genai::cli::run_show(std::span(args).subspan(1));
   if (args[0] == "bench") return onnx_genai::cli::run_bench(std::span(args).subspan(1));
   if (args[0] == "bench-serve") return onnx_genai::cli::run_bench_serve(std::span(args).subspan(1));
+  if (args[0] == "serve") return onnx_genai::cli::run_serve(std::span(args).subspan(1));
   if (args[0] == "run") return onnx_genai::cli::run_chat(std::span(args).subspan(1));
   if (args[0] == "eval-ppl") return onnx_genai::cli::run_eval_ppl(std::span(args).subspan(1));
   if (args[0] != "exec") return fail("unknown subcommand '" + args[0] + "' (try --help)");

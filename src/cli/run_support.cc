@@ -128,6 +128,47 @@ void add_model_options(OptionTable& table, genai::ModelOptions& model) {
   };
 }
 
+namespace {
+
+// "2GiB", "512M", "1073741824" -> bytes; "0.5" -> a fraction of free memory.
+Status parse_kv_cache_memory(const std::string& option, const std::string& value, genai::EngineOptions& engine) {
+  if (value.find('.') != std::string::npos) {
+    OG_ASSIGN_OR_RETURN(const double fraction, parse_number<double>(value, option, 0.001, 0.999));
+    engine.kv_cache_fraction = fraction;
+    engine.kv_cache_memory = 0;
+    return Status::ok();
+  }
+  static const std::pair<const char*, int64_t> kUnits[] = {{"KiB", 1LL << 10}, {"MiB", 1LL << 20}, {"GiB", 1LL << 30},
+                                                          {"K", 1000}, {"M", 1000000}, {"G", 1000000000}};
+  int64_t unit = 1;
+  std::string digits = value;
+  for (const auto& [suffix, size] : kUnits) {
+    const std::string s = suffix;
+    if (digits.size() > s.size() && digits.compare(digits.size() - s.size(), s.size(), s) == 0) {
+      digits.resize(digits.size() - s.size());
+      unit = size;
+      break;
+    }
+  }
+  constexpr int64_t kMaxBytes = 1LL << 50;
+  const Result<int64_t> count = parse_integer(digits, option, 1, kMaxBytes / unit);
+  if (!count) return OG_ERROR(option, " wants bytes (optionally with K, M, G, KiB, MiB or GiB) or a fraction below 1, got '", value, "'");
+  engine.kv_cache_memory = *count * unit;
+  return Status::ok();
+}
+
+}  // namespace
+
+void add_engine_options(OptionTable& table, genai::EngineOptions& engine) {
+  table.valued["--block-size"] = integer_option(engine.block_size, 1, 1024);
+  table.valued["--kv-cache-memory"] = [&engine](const std::string& option, const std::string& value) {
+    return parse_kv_cache_memory(option, value, engine);
+  };
+  table.valued["--max-num-batched-tokens"] = integer_option(engine.max_num_batched_tokens, 1, 1 << 16);
+  table.valued["--max-num-seqs"] = integer_option(engine.max_num_seqs, 1, 1 << 16);
+  add_model_options(table, engine.model);
+}
+
 double percentile(std::vector<double> values, double p) {
   if (values.empty()) return 0;
   std::sort(values.begin(), values.end());

@@ -14,6 +14,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "onnx_genai/engine.h"
 #include "onnx_genai/genai.h"
 #include "onnx_genai/status.h"
 
@@ -80,6 +81,11 @@ Status check_utf8(std::string_view text, std::string_view what);
 // --threads N and --device cpu|cuda[:N], taken by every command that loads a model, written
 // straight into the options it loads the model with.
 void add_model_options(OptionTable& table, genai::ModelOptions& model);
+
+// The serving engine's options (commands that run it: serve, bench-serve): --block-size,
+// --kv-cache-memory BYTES (K/M/G/KiB/MiB/GiB suffixes) or a fraction below 1 of the memory free after
+// loading, --max-num-batched-tokens, --max-num-seqs, and add_model_options' --threads / --device.
+void add_engine_options(OptionTable& table, genai::EngineOptions& engine);
 
 // The nearest-rank p-th percentile (p in [0, 100]) of `values`; 0 when empty. For the benchmarks.
 double percentile(std::vector<double> values, double p);

@@ -80,6 +80,9 @@ struct Engine::Impl {
   Status after_token(Request& r, int32_t token);
   Status finish(Request& r, FinishReason reason);
   RequestOutput report(Request& r) const;
+  static void note_scheduled(Request& r, Clock::time_point now) {
+    if (!r.queue_seconds) r.queue_seconds = std::chrono::duration<double>(now - r.arrived).count();
+  }
   void retire(uint64_t id);
 };
 
@@ -265,6 +268,10 @@ RequestOutput Engine::Impl::report(Request& r) const {
   out.reason = r.reason;
   out.prompt_tokens = r.prompt_length;
   out.cached_prompt_tokens = std::min(r.cached_prefix_tokens, r.prompt_length);
+  if (r.queue_seconds && !r.queue_reported) {
+    out.queue_seconds = r.queue_seconds;
+    r.queue_reported = true;
+  }
   out.generated_tokens = r.generator ? static_cast<int64_t>(r.generator->tokens(0).size()) - r.prompt_length : r.generated();
   return out;
 }
@@ -275,6 +282,7 @@ Status Engine::Impl::step_paged(std::vector<RequestOutput>& outputs) {
   bool argmax = true;
   for (const ScheduledRun& run : runs) argmax = argmax && (!run.samples() || static_cast<Request&>(*run.request).plain_argmax);
   const Clock::time_point start = Clock::now();
+  for (const ScheduledRun& run : runs) note_scheduled(static_cast<Request&>(*run.request), start);
   OG_ASSIGN_OR_RETURN(const bool took_tokens, runner->run(runs, argmax, logits, argmax_tokens));
   stats.model_seconds += seconds_since(start);
   scheduler->complete(runs);
@@ -324,6 +332,7 @@ Status Engine::Impl::step_per_request(std::vector<RequestOutput>& outputs) {
       p.prefill_chunk = options.max_num_batched_tokens;
       p.prompts = {r->tokens};
       OG_ASSIGN_OR_RETURN(r->generator, Generator::create(*model, p));
+      note_scheduled(*r, start);
     }
     Generator& g = *r->generator;
     const size_t before = g.tokens(0).size();

@@ -2,6 +2,7 @@
 // sampler and text stream, and what its last step produced.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -20,6 +21,9 @@ struct Request : ScheduledState {
   bool plain_argmax = false;  // its token is the raw logits' argmax (the device may pick it)
   std::optional<genai::TextStream> text;  // reads params.stop_strings: the request stays put in memory
   genai::FinishReason reason = genai::FinishReason::kNone;
+  const std::chrono::steady_clock::time_point arrived = std::chrono::steady_clock::now();
+  std::optional<double> queue_seconds;  // from arrival until its tokens were first scheduled
+  bool queue_reported = false;          // queue_seconds went out with an output
   // Since the last step's report.
   std::vector<int32_t> new_tokens;
   std::string new_text;
