@@ -2,6 +2,8 @@
 
 #include <httplib.h>
 
+#include <sys/socket.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -11,9 +13,9 @@
 
 #include "onnx_genai/tokenizer.h"
 #include "server/chat_page.h"
-#include "server/connection_watch.h"
 #include "server/job_runner.h"
 #include "server/openai_request.h"
+#include "server/sockets.h"
 
 namespace onnx_genai::server {
 
@@ -348,6 +350,7 @@ Result<int> HttpServer::bind() {
   const int port = s.options.port == 0 ? s.http.bind_to_any_port(s.options.host)
                                        : (s.http.bind_to_port(s.options.host, s.options.port) ? s.options.port : -1);
   if (port < 0) return OG_ERROR("serve: cannot listen on ", s.options.host, ":", s.options.port, " (in use, or not an address of this machine)");
+  raise_listen_backlog(port, SOMAXCONN);
   return port;
 }
 

@@ -21,6 +21,13 @@ std::string brief(const json& value) {
   return text.size() > 40 ? text.substr(0, 37) + "..." : text;
 }
 
+// `object`[key] when `object` is an object holding a non-null `key`; else null.
+const json* member(const json& object, const char* key) {
+  if (!object.is_object()) return nullptr;
+  const auto it = object.find(key);
+  return it == object.end() || it->is_null() ? nullptr : &*it;
+}
+
 // Reads the body's fields, keeping the first error. A missing or null field leaves the target as
 // it was.
 class FieldReader {
@@ -75,6 +82,9 @@ void read_common(FieldReader& f, const genai::Model& model, GenerationJob& job) 
   p.sampling = defaults.sampling;
   p.sampling.greedy = false;  // a package's do_sample=false is a default; temperature says the rest
   p.sampling.logit_bias.clear();
+  // The API has no field for an n-gram ban, so a package's default would be one a client can
+  // neither see nor turn off: it applies only when asked for (an extension field).
+  p.sampling.no_repeat_ngram_size = 0;
   if (defaults.sampling.greedy) p.sampling.temperature = 0;
   f.number("temperature", 0, 2, false, p.sampling.temperature);
   f.number("top_p", 0, 1, true, p.sampling.top_p);
@@ -82,6 +92,7 @@ void read_common(FieldReader& f, const genai::Model& model, GenerationJob& job) 
   f.number("presence_penalty", -2, 2, false, p.sampling.presence_penalty);
   f.number("frequency_penalty", -2, 2, false, p.sampling.frequency_penalty);
   f.number("repetition_penalty", 0, 10, true, p.sampling.repetition_penalty);
+  f.integer("no_repeat_ngram_size", 0, 1 << 20, p.sampling.no_repeat_ngram_size);
   int32_t top_k = p.sampling.top_k;
   f.integer("top_k", -1, std::numeric_limits<int32_t>::max(), top_k);
   p.sampling.top_k = top_k < 0 ? 0 : top_k;  // vLLM's -1 = every token
@@ -172,8 +183,8 @@ std::optional<std::string> message_text(const json& content, FieldReader& f, con
   }
   std::string text;
   for (const json& part : content) {
-    const auto type = part.is_object() ? part.find("type") : part.end();
-    if (!part.is_object() || type == part.end() || !type->is_string()) {
+    const json* type = member(part, "type");
+    if (!type || !type->is_string()) {
       f.fail(where, "content parts must be objects with a type, got " + brief(part));
       return std::nullopt;
     }
@@ -181,8 +192,8 @@ std::optional<std::string> message_text(const json& content, FieldReader& f, con
       f.fail(where, "content part type " + type->dump() + " is not supported (text only)");
       return std::nullopt;
     }
-    const auto body = part.find("text");
-    if (body == part.end() || !body->is_string()) {
+    const json* body = member(part, "text");
+    if (!body || !body->is_string()) {
       f.fail(where, "a text part needs a string 'text'");
       return std::nullopt;
     }
@@ -201,8 +212,8 @@ std::optional<json> template_messages(const json& messages, FieldReader& f) {
   for (size_t i = 0; i < messages.size(); ++i) {
     const json& m = messages[i];
     const std::string where = "messages[" + std::to_string(i) + "]";
-    const auto role = m.is_object() ? m.find("role") : m.end();
-    if (!m.is_object() || role == m.end() || !role->is_string()) {
+    const json* role = member(m, "role");
+    if (!role || !role->is_string()) {
       f.fail(where, "expected an object with a string 'role'");
       return std::nullopt;
     }
@@ -212,12 +223,12 @@ std::optional<json> template_messages(const json& messages, FieldReader& f) {
       f.fail(where + ".role", "unknown role '" + name + "' (system, developer, user, assistant or tool)");
       return std::nullopt;
     }
-    const auto content = m.find("content");
-    if (content == m.end() && name != "assistant") {
+    const json* content = member(m, "content");
+    if (!content && name != "assistant") {
       f.fail(where, "a " + name + " message needs 'content'");
       return std::nullopt;
     }
-    std::optional<std::string> text = message_text(content == m.end() ? json() : *content, f, where + ".content");
+    std::optional<std::string> text = message_text(content ? *content : json(), f, where + ".content");
     if (!text) return std::nullopt;
     json entry = m;
     entry["role"] = name;
@@ -230,17 +241,17 @@ std::optional<json> template_messages(const json& messages, FieldReader& f) {
 std::optional<ConstraintSpec> response_format(FieldReader& f) {
   const json* format = f.get("response_format");
   if (!format) return std::nullopt;
-  const auto type = format->is_object() ? format->find("type") : format->end();
-  if (type == format->end() || !type->is_string()) {
+  const json* type = member(*format, "type");
+  if (!type || !type->is_string()) {
     f.fail("response_format", "expected an object with a string 'type'");
     return std::nullopt;
   }
   if (*type == "text") return std::nullopt;
   if (*type == "json_object") return ConstraintSpec{ConstraintKind::kJsonObject, ""};
   if (*type == "json_schema") {
-    const auto spec = format->find("json_schema");
-    const auto schema = spec != format->end() && spec->is_object() ? spec->find("schema") : format->end();
-    if (schema == format->end() || !(schema->is_object() || schema->is_boolean())) {
+    const json* spec = member(*format, "json_schema");
+    const json* schema = spec ? member(*spec, "schema") : nullptr;
+    if (!schema || !(schema->is_object() || schema->is_boolean())) {
       f.fail("response_format.json_schema", "expected {\"name\": ..., \"schema\": {...}}");
       return std::nullopt;
     }

@@ -2,10 +2,11 @@
 // and turned into what the engine runs. Every malformed field is an ApiError naming it; nothing
 // here throws.
 //
-// Fields follow OpenAI's API reference; vLLM's extensions top_k, min_p, repetition_penalty and
-// ignore_eos are accepted too. Fields neither knows are ignored, as vLLM ignores them. A field
+// Fields follow OpenAI's API reference; vLLM's extensions top_k, min_p, repetition_penalty,
+// min_tokens, ignore_eos, skip_special_tokens and chat_template_kwargs are accepted too, and
+// no_repeat_ngram_size. Fields neither knows are ignored, as vLLM ignores them. A field
 // that is null counts as absent. Sampling fields left out take the package's defaults
-// (generation_config.json / genai_config.json), as vLLM does.
+// (generation_config.json / genai_config.json), as vLLM does, except the n-gram ban.
 #pragma once
 
 #include <cstdint>

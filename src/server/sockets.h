@@ -1,5 +1,8 @@
-// Whether the client of a request has closed its connection, while the request still runs.
+// The sockets cpp-httplib (0.11, Debian 12's) keeps to itself: the connection of a request, and
+// the listening socket.
 //
+// ConnectionWatch: whether the client of a request has closed its connection, while the request
+// still runs.
 // cpp-httplib (0.11, Debian 12's) notices a closed connection only when a write to it fails, and
 // a request waiting for its first token, or a non-streamed one, writes nothing until the end: a
 // client that gave up would keep its request, and its KV blocks, to the last token. The watch
@@ -10,6 +13,11 @@
 #include <string>
 
 namespace onnx_genai::server {
+
+// httplib listens with a backlog of 5 (compiled into the library): a burst of clients connecting
+// at once would see dropped SYNs and second-long retries. Linux lets listen() on a listening
+// socket raise its backlog; this finds the socket listening on `port` and does that.
+void raise_listen_backlog(int port, int backlog);
 
 class ConnectionWatch {
  public:
