@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/bench_serve_http.h"
 #include "cli/run_support.h"
 #include "onnx_genai/engine.h"
 
@@ -32,6 +33,7 @@ struct ServeBenchOptions {
   double slo_ttft_ms = 1000, slo_tpot_ms = 100;
   bool json = false, no_prefix_caching = false;
   genai::EngineOptions engine;
+  std::string url, api_key;  // --url: an OpenAI-compatible server instead of the engine in process
 };
 
 Result<ServeBenchOptions> parse_serve_bench_options(std::span<const std::string> args) {
@@ -55,17 +57,20 @@ Result<ServeBenchOptions> parse_serve_bench_options(std::span<const std::string>
   table.valued["--slo-ttft-ms"] = real(o.slo_ttft_ms, 0, 1e9);
   table.valued["--slo-tpot-ms"] = real(o.slo_tpot_ms, 0, 1e9);
   add_engine_options(table, o.engine);
+  table.valued["--url"] = [&o](const std::string&, const std::string& value) {
+    o.url = value;
+    return Status::ok();
+  };
+  table.valued["--api-key"] = [&o](const std::string&, const std::string& value) {
+    o.api_key = value;
+    return Status::ok();
+  };
   table.flags = {{"--json", &o.json}, {"--no-prefix-caching", &o.no_prefix_caching}};
   OG_RETURN_IF_ERROR(parse_options(args, table, o.model_path));
+  if (!o.url.empty() && o.request_rate > 0) return OG_ERROR("--url takes --concurrency, not --request-rate");
   o.engine.prefix_caching = !o.no_prefix_caching;
   return o;
 }
-
-struct Workload {
-  std::vector<std::vector<int32_t>> prompts;
-  std::vector<int64_t> gen_lens;
-  std::vector<double> arrivals;  // seconds after the start (Poisson mode)
-};
 
 // `shared_prefix`: every prompt starts with the same prefix_len tokens; else each its own.
 Workload make_workload(const ServeBenchOptions& o, int64_t count, uint64_t seed, int64_t vocab, bool shared_prefix) {
@@ -94,20 +99,6 @@ Workload make_workload(const ServeBenchOptions& o, int64_t count, uint64_t seed,
   }
   return w;
 }
-
-struct Timeline {
-  double arrival = 0, first = -1, last = 0;
-  std::vector<double> token_times;
-};
-
-struct ServeResult {
-  std::vector<Timeline> requests;
-  double seconds = 0;
-  int64_t output_tokens = 0, prompt_tokens = 0, cached_prompt_tokens = 0;
-  double waste_sum = 0;
-  int64_t waste_samples = 0;
-  genai::EngineStats stats;
-};
 
 // Serves `w`: Poisson arrivals when a rate is given, else `concurrency` requests in flight.
 Result<ServeResult> serve(genai::Engine& engine, const ServeBenchOptions& o, const Workload& w) {
@@ -218,10 +209,14 @@ nlohmann::ordered_json summarize(const ServeBenchOptions& o, const ServeResult& 
 }
 
 void print_table(const nlohmann::ordered_json& j) {
-  std::printf("%lld requests, %s, threads %lld, device %s, %s KV\n", j["requests"].get<long long>(),
-              j["concurrency"].get<long long>() > 0 ? ("concurrency " + std::to_string(j["concurrency"].get<long long>())).c_str()
-                                                    : ("Poisson " + std::to_string(j["request_rate"].get<double>()) + " req/s").c_str(),
-              j["threads"].get<long long>(), j["device"].get<std::string>().c_str(), j["paged"].get<bool>() ? "paged" : "per-request");
+  const std::string load = j["concurrency"].get<long long>() > 0 ? "concurrency " + std::to_string(j["concurrency"].get<long long>())
+                                                                  : "Poisson " + std::to_string(j["request_rate"].get<double>()) + " req/s";
+  if (j.contains("url")) {
+    std::printf("%lld requests, %s, through %s\n", j["requests"].get<long long>(), load.c_str(), j["url"].get<std::string>().c_str());
+  } else {
+    std::printf("%lld requests, %s, threads %lld, device %s, %s KV\n", j["requests"].get<long long>(), load.c_str(),
+                j["threads"].get<long long>(), j["device"].get<std::string>().c_str(), j["paged"].get<bool>() ? "paged" : "per-request");
+  }
   std::printf("  output        %10.1f tok/s   (total %.1f tok/s, %.2f req/s, goodput %.2f req/s)\n",
               j["output_tok_s"].get<double>(), j["total_tok_s"].get<double>(), j["request_s"].get<double>(),
               j["goodput_request_s"].get<double>());
@@ -230,10 +225,43 @@ void print_table(const nlohmann::ordered_json& j) {
     std::printf("  %-8s mean %9.2f  p50 %9.2f  p90 %9.2f  p99 %9.2f ms\n", key, d["mean"].get<double>(),
                 d["p50"].get<double>(), d["p90"].get<double>(), d["p99"].get<double>());
   }
+  if (j.contains("url")) return;  // the server's own counters are in its /metrics
   std::printf("  KV: %lld blocks, waste %.1f%%, %lld preemptions, prefix hits %.1f%% (%lld of %lld prompt tokens cached)\n",
               j["kv_blocks"].get<long long>(), 100 * j["kv_waste"].get<double>(), j["preemptions"].get<long long>(),
               100 * j["prefix_hit_rate"].get<double>(), j["cached_prompt_tokens"].get<long long>(),
               j["prompt_tokens"].get<long long>());
+}
+
+int print_summary(const ServeBenchOptions& o, const ServeResult& result) {
+  nlohmann::ordered_json summary = summarize(o, result);
+  if (!o.url.empty()) {
+    for (const char* engine_only : {"threads", "device", "paged", "cached_prompt_tokens", "kv_blocks", "kv_waste", "preemptions",
+                                    "prefix_hit_rate", "steps"}) {
+      summary.erase(engine_only);
+    }
+    summary["url"] = o.url;
+  }
+  if (o.json) {
+    std::printf("%s\n", summary.dump(2).c_str());
+  } else {
+    print_table(summary);
+  }
+  std::fflush(stdout);
+  return 0;
+}
+
+// The load through an OpenAI-compatible server (--url): prompts of random ids of MODEL's tokenizer
+// (the server's model), the same warm-up and measurement as in process.
+int bench_over_http(const ServeBenchOptions& o, const std::string& dir) {
+  Result<std::unique_ptr<Tokenizer>> tokenizer = Tokenizer::load(dir);
+  if (!tokenizer.is_ok()) return report(kExitBadInput, tokenizer.status().message());
+  const int64_t vocab = (*tokenizer)->vocab_size();
+  const auto seed = static_cast<uint64_t>(o.seed);
+  const Workload warm = make_workload(o, std::min<int64_t>(o.num_requests, 8), seed + 1, vocab, false);
+  if (auto r = serve_over_http(o.url, o.api_key, o.concurrency, warm); !r.is_ok()) return report(kExitBadInput, r.status().message());
+  auto result = serve_over_http(o.url, o.api_key, o.concurrency, make_workload(o, o.num_requests, seed, vocab, true));
+  if (!result.is_ok()) return report(kExitFailed, result.status().message());
+  return print_summary(o, *result);
 }
 
 }  // namespace
@@ -243,6 +271,7 @@ int run_bench_serve(std::span<const std::string> args) {
   if (!options.is_ok()) return report(kExitBadInput, options.status().message());
   auto dir = resolve_model_dir(options->model_path, "bench-serve");
   if (!dir.is_ok()) return report(kExitBadInput, dir.status().message());
+  if (!options->url.empty()) return bench_over_http(*options, *dir);
   auto engine = genai::Engine::load(*dir, options->engine);
   if (!engine.is_ok()) return report(kExitBadInput, engine.status().message());
   const genai::ModelInfo& info = (*engine)->model().info();
@@ -260,14 +289,7 @@ int run_bench_serve(std::span<const std::string> args) {
   const Workload w = make_workload(*options, options->num_requests, seed, vocab, true);
   auto result = serve(**engine, *options, w);
   if (!result.is_ok()) return report(kExitFailed, result.status().message());
-  const nlohmann::ordered_json summary = summarize(*options, *result);
-  if (options->json) {
-    std::printf("%s\n", summary.dump(2).c_str());
-  } else {
-    print_table(summary);
-  }
-  std::fflush(stdout);
-  return 0;
+  return print_summary(*options, *result);
 }
 
 }  // namespace onnx_genai::cli

@@ -220,3 +220,14 @@ test('metrics count tokens, latencies and prefix cache hits', async () => {
   assert.ok(m['onnx_genai:prefix_cache_queries_total'] >= m['onnx_genai:prefix_cache_hits_total']);
   assert.ok(m['onnx_genai:prefix_cache_hits_total'] >= 3, 'a shared 60-token prefix hits the prefix cache');
 });
+
+test('bench-serve --url drives the server with its load', () => {
+  const r = spawnSync(process.env.OG_CLI, ['bench-serve', '--url', server.url, '--num-requests', '4', '--concurrency', '2',
+    '--prompt-len', '8', '--gen-len', '4', '--range', '0', '--json'], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  const summary = JSON.parse(r.stdout);
+  assert.equal(summary.requests, 4);
+  assert.equal(summary.url, server.url);
+  assert.ok(summary.output_tok_s > 0);
+  assert.ok(summary.ttft_ms.p50 > 0 && summary.tpot_ms.p50 > 0);
+});
