@@ -250,12 +250,17 @@ int print_summary(const ServeBenchOptions& o, const ServeResult& result) {
   return 0;
 }
 
-// The load through an OpenAI-compatible server (--url): prompts of random ids of MODEL's tokenizer
+// The load through an OpenAI-compatible server (--url): prompts of random ids of MODEL's vocabulary
 // (the server's model), the same warm-up and measurement as in process.
 int bench_over_http(const ServeBenchOptions& o, const std::string& dir) {
-  Result<std::unique_ptr<Tokenizer>> tokenizer = Tokenizer::load(dir);
-  if (!tokenizer.is_ok()) return report(kExitBadInput, tokenizer.status().message());
-  const int64_t vocab = (*tokenizer)->vocab_size();
+  int64_t vocab = 0;
+  if (Result<std::unique_ptr<Tokenizer>> tokenizer = Tokenizer::load(dir); tokenizer.is_ok()) {
+    vocab = (*tokenizer)->vocab_size();
+  } else {  // a package without tokenizer files (random-weight test models): the logits' width
+    Result<std::unique_ptr<genai::Model>> model = genai::Model::load(dir);
+    if (!model.is_ok()) return report(kExitBadInput, model.status().message());
+    vocab = (*model)->info().vocab_size;
+  }
   const auto seed = static_cast<uint64_t>(o.seed);
   const Workload warm = make_workload(o, std::min<int64_t>(o.num_requests, 8), seed + 1, vocab, false);
   if (auto r = serve_over_http(o.url, o.api_key, o.concurrency, warm); !r.is_ok()) return report(kExitBadInput, r.status().message());

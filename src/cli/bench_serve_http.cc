@@ -48,9 +48,18 @@ Outcome run_request(httplib::Client& client, const std::string& api_key, const s
         out.prompt_tokens = chunk["usage"].value("prompt_tokens", int64_t{0});
         out.output_tokens = chunk["usage"].value("completion_tokens", int64_t{0});
       }
-      if (!chunk.contains("choices") || chunk["choices"].empty()) continue;
-      const nlohmann::json& logprobs = chunk["choices"][0]["logprobs"];
-      const size_t tokens = logprobs.is_object() ? logprobs["tokens"].size() : 0;
+      if (!chunk.contains("choices") || !chunk["choices"].is_array() || chunk["choices"].empty()) continue;
+      // One logprob per token counts the tokens of a chunk; a server that sends none (llama-server)
+      // streams a token per chunk.
+      const nlohmann::json& choice = chunk["choices"][0];
+      const auto logprobs = choice.find("logprobs");
+      const auto text = choice.find("text");
+      size_t tokens = 0;
+      if (logprobs != choice.end() && logprobs->is_object() && logprobs->contains("tokens")) {
+        tokens = (*logprobs)["tokens"].size();
+      } else if (text != choice.end() && text->is_string() && !text->get<std::string>().empty()) {
+        tokens = 1;
+      }
       const double t = now();
       for (size_t k = 0; k < tokens; ++k) out.timeline.token_times.push_back(t);
       if (tokens > 0 && out.timeline.first < 0) out.timeline.first = t;
@@ -59,6 +68,8 @@ Outcome run_request(httplib::Client& client, const std::string& api_key, const s
   };
   const httplib::Result result = client.send(req);
   out.timeline.last = now();
+  if (out.output_tokens == 0) out.output_tokens = static_cast<int64_t>(out.timeline.token_times.size());  // no usage chunk
+  if (out.prompt_tokens == 0) out.prompt_tokens = static_cast<int64_t>(prompt.size());
   if (!result) {
     out.error = "request failed: " + httplib::to_string(result.error());
   } else if (result->status != 200) {
