@@ -354,6 +354,7 @@ std::vector<cuda::Int4GemmWeights> make_int4_gemm_copies(const Shape2& s, const 
   BENCH_CHECK(cuda::copy_to_host(scales.data(), w.scales[0].data(), scales.size() * 2, stream));
   BENCH_CHECK(check(cudaStreamSynchronize(stream), "cudaStreamSynchronize"));
   std::vector<cuda::Int4GemmWeights> copies;
+  copies.reserve(w.codes.size());  // `first` stays where it is
   copies.push_back(value_or_exit(
       cuda::pack_int4_gemm_weights(DType::kF16, s.n, s.k, s.block, codes.data(), scales.data(), nullptr)));
   const cuda::Int4GemmWeights& first = copies[0];

@@ -59,11 +59,6 @@ constexpr int kMaxSplits = 8;
 
 __host__ __device__ constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// Scale rows a stage may need: 64 / block_size for blocks under 64 k, else one.
-__host__ __device__ constexpr int groups_per_stage(int64_t block_size) {
-  return block_size >= kStageK ? 1 : static_cast<int>(kStageK / block_size);
-}
-
 // A block's tile: MT row tiles of 16, NW column tiles of 8 per warp.
 template <int MT, int NW>
 struct Tile {
@@ -155,6 +150,8 @@ __device__ __forceinline__ void dequantise(uint32_t q, T s0, T s1, const Offsets
   }
 }
 
+// The kernel's parameters; every divisor is a power of two given as a shift (a division by a
+// run-time value costs tens of instructions, and the loops below would pay it every stage).
 struct Args {
   const void* a;
   const uint8_t* codes;
@@ -163,45 +160,63 @@ struct Args {
   const void* bias;
   void* y;
   float* partial;  // [splits][m][n] when gridDim.z > 1
-  int m, n, k, n16, block_size;
+  int m, n, k, n16;
+  int block_shift;  // log2(block_size)
+  int group_shift;  // log2(scale rows a stage meets): 2, 1 or 0
 };
 
+// ldmatrix.x4 without tensor_core.cuh's "memory" clobber (as CUTLASS writes it), so that the
+// compiler may move the stage's other shared-memory loads across it; the barrier before the
+// stage orders it after the copies that fill it.
+__device__ __forceinline__ void load_matrix_x4(uint32_t (&r)[4], const void* row) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(shared_address(row)));
+}
+
 // Queues stage `kt` (64 k) of the block's tiles into ring slot `slot` (one commit group, empty
-// past the block's range, so the waits count alike on every thread).
+// past the block's range, so the waits count alike on every thread). Trip counts are constants.
 template <typename T, int MT, int NW, bool ZP>
-__device__ __forceinline__ void load_stage(const Args& p, char* slot, int kt, bool valid, int64_t m0, int64_t n0) {
+__device__ __forceinline__ void load_stage(const Args& p, char* slot, int kt, bool valid, int m0, int n0) {
   using Tl = Tile<MT, NW>;
+  const int tid = static_cast<int>(threadIdx.x);
   if (valid) {
     // A: BM rows x 8 pieces of 16 bytes; piece c of row r at (c ^ r % 8), so that ldmatrix's 8
     // rows of one piece column fall in 8 different bank groups. Rows past M: zeros.
     T* const a_sh = reinterpret_cast<T*>(slot);
-    const T* const a = static_cast<const T*>(p.a);
-    for (int i = static_cast<int>(threadIdx.x); i < Tl::kRows * 8; i += kThreads) {
-      const int r = i / 8, c = i % 8;
+    const T* const a = static_cast<const T*>(p.a) + static_cast<int64_t>(kt) * kStageK;
+#pragma unroll
+    for (int it = 0; it < Tl::kRows * 8 / kThreads; ++it) {
+      const int i = tid + it * kThreads, r = i / 8, c = i % 8;
       const bool in = m0 + r < p.m;
-      const T* src = a + (in ? (m0 + r) * p.k : 0) + static_cast<int64_t>(kt) * kStageK + c * 8;
-      cp_async16(a_sh + r * kStageK + ((c ^ (r & 7)) * 8), src, in ? 16 : 0);
+      cp_async16(a_sh + r * kStageK + ((c ^ (r & 7)) * 8), a + (in ? static_cast<int64_t>(m0 + r) * p.k : 0) + c * 8,
+                 in ? 16 : 0);
     }
     // Codes: the block's chunks of this stage are contiguous; columns past N16: zeros.
     char* const b_sh = slot + Tl::kABytes;
-    const int64_t chunk0 = static_cast<int64_t>(kt) * (p.n16 / 16) + n0 / 16;
-    const int64_t left = (p.n16 - n0) / 16;
-    const int chunks_in = left < Tl::kChunks ? static_cast<int>(left) : Tl::kChunks;
-    for (int i = static_cast<int>(threadIdx.x); i < Tl::kChunks * 32; i += kThreads) {
+    const uint8_t* const codes = p.codes + ((static_cast<int64_t>(kt) * (p.n16 >> 4) + (n0 >> 4)) << 9);
+    const int chunks_in = (p.n16 - n0) >> 4;
+#pragma unroll
+    for (int it = 0; it < Tl::kChunks * 32 / kThreads; ++it) {
+      const int i = tid + it * kThreads;
       const bool in = i / 32 < chunks_in;
-      cp_async16(b_sh + i * 16, p.codes + (chunk0 * 32 + (in ? i : 0)) * 16, in ? 16 : 0);
+      cp_async16(b_sh + i * 16, codes + (in ? i * 16 : 0), in ? 16 : 0);
     }
-    // Scale (and zero-point) rows of the blocks this stage meets.
-    const int groups = groups_per_stage(p.block_size);
-    const int64_t g0 = static_cast<int64_t>(kt) * kStageK / p.block_size;
+    // Scale (and zero-point) rows of the blocks this stage meets: up to 4 of each.
     char* const s_sh = b_sh + Tl::kBBytes;
     constexpr int kPieces = Tl::kColumns / 8;
-    for (int i = static_cast<int>(threadIdx.x); i < groups * kPieces * (ZP ? 2 : 1); i += kThreads) {
-      const int which = i / (groups * kPieces), g = i / kPieces % groups, c = i % kPieces;
-      const bool in = n0 + c * 8 < p.n16;
-      const T* rows = static_cast<const T*>(which == 0 ? p.scales : p.zero_points);
-      cp_async16(s_sh + which * Tl::kSBytes + (g * Tl::kColumns + c * 8) * 2,
-                 rows + (g0 + g) * p.n16 + (in ? n0 + c * 8 : 0), in ? 16 : 0);
+    const int rows = (1 << p.group_shift) * (ZP ? 2 : 1);
+    const int64_t g0 = (static_cast<int64_t>(kt) * kStageK) >> p.block_shift;
+#pragma unroll
+    for (int it = 0; it < ((ZP ? 8 : 4) * kPieces + kThreads - 1) / kThreads; ++it) {
+      const int i = tid + it * kThreads, row = i / kPieces, c = i % kPieces;
+      const int which = row >> p.group_shift, g = row & ((1 << p.group_shift) - 1);
+      if (row < rows) {
+        const bool in = n0 + c * 8 < p.n16;
+        const T* const src = static_cast<const T*>(which == 0 ? p.scales : p.zero_points);
+        cp_async16(s_sh + which * Tl::kSBytes + (g * Tl::kColumns + c * 8) * 2, src + (g0 + g) * p.n16 + (in ? n0 + c * 8 : 0),
+                   in ? 16 : 0);
+      }
     }
   }
   cp_async_commit();
@@ -221,10 +236,17 @@ __device__ __forceinline__ void multiply_stage(const Args& p, const char* slot, 
   uint4 words[NW / 2];
 #pragma unroll
   for (int c = 0; c < NW / 2; ++c) words[c] = b_sh[(warp * NW / 2 + c) * 32 + lane];
-  const int step_groups = p.block_size >= kStageK ? 0 : static_cast<int>(p.block_size / 16);  // steps a block spans
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
-    const int group = step_groups == 0 ? 0 : j / step_groups;
+    // The scale row of step j: 16 j >> log2(block) for blocks under a stage, else the one row.
+    const int group = p.group_shift == 0 ? 0 : (j * 16) >> p.block_shift;
+    uint32_t a[MT][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+      // Rows mt*16 + lane%16, piece 2j + lane/16 (k 16j.. or 16j+8..), swizzled as stored.
+      const int r = mt * 16 + lane % 16, c = 2 * j + lane / 16;
+      load_matrix_x4(a[mt], a_sh + r * kStageK + ((c ^ (r & 7)) * 8));
+    }
     uint32_t b[NW / 2][4];
 #pragma unroll
     for (int c = 0; c < NW / 2; ++c) {
@@ -237,38 +259,52 @@ __device__ __forceinline__ void multiply_stage(const Args& p, const char* slot, 
     }
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
-      // Rows mt*16 + lane%16, piece 2j + lane/16 (k 16j.. or 16j+8..), swizzled as stored.
-      const int r = mt * 16 + lane % 16, c = 2 * j + lane / 16;
-      uint32_t a[4];
-      ldmatrix_x4<false>(a, a_sh + r * kStageK + ((c ^ (r & 7)) * 8));
 #pragma unroll
       for (int c2 = 0; c2 < NW / 2; ++c2) {
-        mma_16816<T>(acc[mt][2 * c2], a, b[c2][0], b[c2][1]);
-        mma_16816<T>(acc[mt][2 * c2 + 1], a, b[c2][2], b[c2][3]);
+        mma_16816<T>(acc[mt][2 * c2], a[mt], b[c2][0], b[c2][1]);
+        mma_16816<T>(acc[mt][2 * c2 + 1], a[mt], b[c2][2], b[c2][3]);
       }
     }
   }
 }
 
-// Writes the warp's sums: y (+ bias) with one split, else f32 into the split's workspace slice.
+// Writes the warp's sums, two columns a store: y (+ bias) with one split, else f32 into the
+// split's workspace slice.
 template <typename T, int MT, int NW>
-__device__ __forceinline__ void store_tile(const Args& p, const float (&acc)[MT][NW][4], int64_t m0, int64_t n0,
-                                           int warp, int lane) {
+__device__ __forceinline__ void store_tile(const Args& p, const float (&acc)[MT][NW][4], int m0, int n0, int warp,
+                                           int lane) {
   float* const partial = gridDim.z > 1 ? p.partial + static_cast<int64_t>(blockIdx.z) * p.m * p.n : nullptr;
+  const bool pairs = p.n % 2 == 0;  // then a pair's first column is even: 8- / 4-byte aligned
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
     for (int nt = 0; nt < NW; ++nt) {
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int64_t row = m0 + mt * 16 + lane / 4 + (i >= 2 ? 8 : 0);
-        const int64_t column = n0 + warp * NW * 8 + nt * 8 + 2 * (lane % 4) + (i & 1);
+      for (int half = 0; half < 2; ++half) {
+        const int row = m0 + mt * 16 + lane / 4 + 8 * half;
+        const int column = n0 + warp * NW * 8 + nt * 8 + 2 * (lane % 4);
         if (row >= p.m || column >= p.n) continue;
+        const float v0 = acc[mt][nt][2 * half], v1 = acc[mt][nt][2 * half + 1];
+        const int64_t at = static_cast<int64_t>(row) * p.n + column;
+        const bool both = column + 1 < p.n;
         if (partial != nullptr) {
-          partial[row * p.n + column] = acc[mt][nt][i];
+          if (pairs && both) {
+            *reinterpret_cast<float2*>(partial + at) = make_float2(v0, v1);
+          } else {
+            partial[at] = v0;
+            if (both) partial[at + 1] = v1;
+          }
+          continue;
+        }
+        const T* const bias = static_cast<const T*>(p.bias);
+        const float y0 = v0 + (bias != nullptr ? to_float(bias[column]) : 0.0f);
+        const float y1 = both ? v1 + (bias != nullptr ? to_float(bias[column + 1]) : 0.0f) : 0.0f;
+        T* const y = static_cast<T*>(p.y) + at;
+        if (pairs && both) {
+          *reinterpret_cast<uint32_t*>(y) = pack_pair<T>(y0, y1);
         } else {
-          const float bias = p.bias != nullptr ? to_float(static_cast<const T*>(p.bias)[column]) : 0.0f;
-          static_cast<T*>(p.y)[row * p.n + column] = from_float<T>(acc[mt][nt][i] + bias);
+          y[0] = from_float<T>(y0);
+          if (both) y[1] = from_float<T>(y1);
         }
       }
     }
@@ -281,8 +317,7 @@ __global__ void __launch_bounds__(kThreads, 2) int4_gemm_kernel(const Args p) {
   extern __shared__ uint4 shared[];
   char* const ring = reinterpret_cast<char*>(shared);
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
-  const int64_t m0 = static_cast<int64_t>(blockIdx.x) * Tl::kRows;
-  const int64_t n0 = static_cast<int64_t>(blockIdx.y) * Tl::kColumns;
+  const int m0 = static_cast<int>(blockIdx.x) * Tl::kRows, n0 = static_cast<int>(blockIdx.y) * Tl::kColumns;
   // This block's share of K, in stages.
   const int stages = p.k / kStageK, splits = static_cast<int>(gridDim.z);
   const int s_begin = stages * static_cast<int>(blockIdx.z) / splits;
@@ -313,8 +348,7 @@ __global__ void int4_gemm_sum_kernel(const Args p, int splits) {
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     float sum = 0.0f;
     for (int s = 0; s < splits; ++s) sum += p.partial[s * total + i];
-    const int64_t column = i % p.n;
-    const float bias = p.bias != nullptr ? to_float(static_cast<const T*>(p.bias)[column]) : 0.0f;
+    const float bias = p.bias != nullptr ? to_float(static_cast<const T*>(p.bias)[i % p.n]) : 0.0f;
     static_cast<T*>(p.y)[i] = from_float<T>(sum + bias);
   }
 }
@@ -442,14 +476,15 @@ Result<Int4GemmWeights> pack_int4_gemm_weights(DType dtype, int64_t n, int64_t k
 }
 
 Result<Int4GemmPlan> plan_int4_gemm(const Int4GemmWeights& w, int64_t m, int forced_config, int forced_splits) {
-  if (m <= 0 || m > (int64_t{1} << 30)) return OG_ERROR("int4 GEMM: M = ", m);
+  if (m <= 0 || m > (int64_t{1} << 24) || m * w.n >= (int64_t{1} << 31)) return OG_ERROR("int4 GEMM: M = ", m);
   if (forced_config < 0 || forced_config > kInt4GemmConfigs || forced_splits < 0 || forced_splits > kMaxSplits) {
     return OG_ERROR("int4 GEMM: configuration ", forced_config, ", splits ", forced_splits);
   }
   Int4GemmPlan plan;
   plan.m = m;
-  // Up to 64 rows: the smallest 256-column tile that holds them; past 64, 128 x 128.
-  plan.config = m <= 64 ? static_cast<int>(ceil_div(m, 16)) - 1 : 4;
+  // Up to 64 rows: the smallest 256-column tile that holds them; past 64, 64-row tiles (as fast
+  // as or faster than 128 x 128 in cuda_bench on the H100, 2026-12-06).
+  plan.config = m <= 64 ? static_cast<int>(ceil_div(m, 16)) - 1 : 3;
   if (forced_config != 0) plan.config = forced_config - 1;
   const Config& c = kConfigs[plan.config];
   const Kernel kernel = kernel_of(c, w.dtype, w.zero_points != nullptr);
@@ -485,9 +520,12 @@ Status launch_int4_gemm(const Int4GemmPlan& plan, const Int4GemmWeights& w, cons
   if (reinterpret_cast<uintptr_t>(a) % 16 != 0) return OG_ERROR("int4 GEMM: A is not 16-byte aligned");
   if (plan.splits > 1 && workspace == nullptr) return OG_ERROR("int4 GEMM: the plan needs its workspace");
   const Config& c = kConfigs[plan.config];
+  int block_shift = 0;
+  while ((int64_t{1} << block_shift) < w.block_size) ++block_shift;
+  const int group_shift = std::max(0, 6 - block_shift);  // 64 k a stage
   const Args args{a, w.codes, w.scales, w.zero_points, bias, y, static_cast<float*>(workspace),
                   static_cast<int>(plan.m), static_cast<int>(w.n), static_cast<int>(w.k), static_cast<int>(w.n16),
-                  static_cast<int>(w.block_size)};
+                  block_shift, group_shift};
   const auto s = static_cast<cudaStream_t>(stream);
   const dim3 grid(static_cast<unsigned>(ceil_div(plan.m, c.rows)), static_cast<unsigned>(ceil_div(w.n16, c.columns)),
                   static_cast<unsigned>(plan.splits));
