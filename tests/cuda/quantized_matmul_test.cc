@@ -191,6 +191,23 @@ TEST_F(MatMulNBitsCuda, Int4GemmSaysWhatItRefuses) {
   check(MatMulCase{DType::kBF16, 40, 1024, 100, 32, ZeroPoints::kFloat, false, false}, true);
 }
 
+// Where the op plans the int4 GEMM on its own (int4_gemm_pays, the rule from cuda_bench's rows in
+// docs/STATUS.md): 16 rows of 7B-sized weights, 17-64 rows of any but the smallest, up to 128 of
+// >= 12 million codes, up to 256 of tall-K ones; never under 16 rows or past 256. Host code: runs
+// without a GPU.
+TEST(MatMulNBitsInt4GemmRule, PlansWhereItMeasuredFaster) {
+  EXPECT_FALSE(cuda::int4_gemm_pays(8, 18944, 3584));
+  EXPECT_TRUE(cuda::int4_gemm_pays(16, 18944, 3584));
+  EXPECT_FALSE(cuda::int4_gemm_pays(16, 3584, 3584));
+  EXPECT_TRUE(cuda::int4_gemm_pays(32, 896, 4864));
+  EXPECT_FALSE(cuda::int4_gemm_pays(64, 1152, 896));
+  EXPECT_TRUE(cuda::int4_gemm_pays(128, 3584, 3584));
+  EXPECT_FALSE(cuda::int4_gemm_pays(128, 4864, 896));
+  EXPECT_TRUE(cuda::int4_gemm_pays(256, 3584, 18944));
+  EXPECT_FALSE(cuda::int4_gemm_pays(256, 18944, 3584));
+  EXPECT_FALSE(cuda::int4_gemm_pays(512, 3584, 18944));
+}
+
 // Which plans take the many-row kernel: up to 64 rows in f16 / bf16 without float zero points,
 // where forced or where the planner's rule says it beats the dense path (weights of >= 16 million
 // codes up to 32 rows, >= 32 million up to 64); else the tensor-core kernel ends at 16 rows.

@@ -34,7 +34,14 @@
 // by the first row block, L2 for the rest). Each 16-k step a warp dequantises NW / 2 words
 // in registers (lop3 into the mantissa of 1024 / 128, one subtract or fma, one multiply by the
 // block's scale: each weight is rounded to the dtype once, as the dense path rounds it) and issues
-// MT x NW mma.sync. kStages-deep cp.async ring, one barrier a stage.
+// MT x NW mma.sync. kStages-deep cp.async ring, one barrier a stage. Tiles (kConfigs): 16, 32, 48
+// or 64 rows x 256 columns up to 64 rows (the weights streamed once), 64 x 256 past 64 (128 x 128
+// when forced). Split sums cost 8 bytes an output a split in DRAM; plan_int4_gemm weighs waves.
+//
+// Limits (where it stands against its targets: docs/STATUS.md, "Many rows"): mma.sync, not
+// Hopper's wgmma, so past ~128 rows cuBLAS on dequantised weights wins; the copy of the weights is
+// device memory beside the initializers, made at prepare time and not yet in the session's memory
+// plan (a failed allocation leaves the node on the other paths).
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -462,7 +469,12 @@ Result<Int4GemmWeights> pack_int4_gemm_weights(DType dtype, int64_t n, int64_t k
   }
   int device = 0;
   OG_RETURN_IF_ERROR(cuda_status(cudaGetDevice(&device), "cudaGetDevice"));
-  OG_ASSIGN_OR_RETURN(w.memory, DeviceBuffer::allocate(host.size(), device));
+  Result<DeviceBuffer> memory = DeviceBuffer::allocate(host.size(), device);
+  if (!memory.is_ok()) {
+    cudaGetLastError();  // an out-of-memory error is this plan's answer, not a later launch's
+    return memory.status();
+  }
+  w.memory = std::move(memory).value();
   OG_RETURN_IF_ERROR(cuda_status(cudaMemcpy(w.memory.data(), host.data(), host.size(), cudaMemcpyHostToDevice),
                                  "int4 GEMM weights upload"));
   // The copy from pageable memory may still be in flight on return: finish it before any
@@ -539,7 +551,19 @@ Status launch_int4_gemm(const Int4GemmPlan& plan, const Int4GemmWeights& w, cons
                      "int4 GEMM sum launch");
 }
 
-// Planned from cuda_bench's "gemm" rows (docs/STATUS.md, "Many rows"): replaced once measured.
-bool int4_gemm_pays(int64_t m, int64_t n, int64_t k) { return m > 16 && n * k >= 0; }
+// Where it beat the path planned before it (the 16-row GEMV, the 17-64-row kernel, or the dense
+// dequantise + cuBLASLt product) in cuda_bench's "gemm" rows: docs/STATUS.md, "Many rows" (H100,
+// f16, 2026-12-06). Small weights stay on the GEMV / dense path (launch- and tail-bound there),
+// and past 128 rows only tall-K projections keep it (mma.sync against cuBLAS's wgmma).
+bool int4_gemm_pays(int64_t m, int64_t n, int64_t k) {
+  constexpr int64_t kMillion = 1'000'000;
+  const int64_t codes = n * k;
+  if (m < 16) return false;
+  if (m == 16) return codes >= 16 * kMillion;
+  if (m <= 64) return codes >= 4 * kMillion;
+  if (m <= 128) return codes >= 12 * kMillion;
+  if (m <= 256) return k >= 4 * n && codes >= 32 * kMillion;
+  return false;
+}
 
 }  // namespace onnx_genai::cuda

@@ -4,7 +4,7 @@
 // accuracy_level says (the CPU's int8 path at accuracy_level 4 is an approximation of this). The
 // kernel and its split of the work are planned here, from the shapes; run() only launches.
 //
-// Batched steps past kMaxGemvRows rows with 4-bit weights take the tiled int4 GEMM (int4_gemm.h)
+// Batched steps of 16 rows and more with 4-bit weights take the tiled int4 GEMM (int4_gemm.h)
 // where it supports the node and its rule (int4_gemm_pays, from measurements) says it is the
 // fastest: from a copy of the weights reordered once per session (PreparedConstants), made here.
 //
@@ -151,8 +151,7 @@ class PlannedProduct {
   Result<bool> plan_int4_gemm(PrepareContext& ctx, const MatMulNBitsParams& p, MatMulNBits4Epilogue epilogue) {
     const cuda::MatMulNBits4Choice choice = cuda::matmul_nbits4_choice();
     const bool asked = choice.kernel == cuda::MatMulNBits4Kernel::kInt4Gemm ||
-                       (choice.kernel == cuda::MatMulNBits4Kernel::kAuto && args_.m > cuda::kMaxGemvRows &&
-                        cuda::int4_gemm_pays(args_.m, args_.n, args_.k));
+                       (choice.kernel == cuda::MatMulNBits4Kernel::kAuto && cuda::int4_gemm_pays(args_.m, args_.n, args_.k));
     const Tensor* b = ctx.value(weight(P::kB));
     const Tensor* scales = ctx.value(weight(P::kScales));
     const Tensor* zero_points = p.has_zp ? ctx.value(weight(P::kZeroPoints)) : nullptr;
@@ -165,10 +164,12 @@ class PlannedProduct {
       return cuda::pack_int4_gemm_weights(args_.dtype, args_.n, args_.k, args_.block_size, b->data<uint8_t>(),
                                           scales->raw(), zero_points != nullptr ? zero_points->data<uint8_t>() : nullptr);
     };
+    // A copy that cannot be made (device memory short: it is not yet part of the session's memory
+    // plan) or planned leaves the node on the paths that read the initializers.
     auto packed = ctx.constant<cuda::Int4GemmWeights>("int4_gemm " + std::string(dtype_name(args_.dtype)), pack);
-    if (!packed.is_ok()) return ctx.fail(packed.status().message());
+    if (!packed.is_ok()) return false;
     auto planned = cuda::plan_int4_gemm(**packed, args_.m, choice.int4_gemm_tile, choice.block_k_splits);
-    if (!planned.is_ok()) return ctx.fail(planned.status().message());
+    if (!planned.is_ok()) return false;
     int4_weights_ = std::move(packed).value();
     int4_plan_ = *planned;
     cuda::MatMulNBits4Args fallback = args_;
