@@ -27,9 +27,11 @@
 // "gemv8", quantized_matmul8_kernels.h): Qwen2.5-7B's gate / up (3584 x 18944) and down
 // (18944 x 3584) and Llama-3-8B's 4096 x 4096, blocks of 32 and 128, the same variants (the deep
 // ring where the 8-bit kernel has one) and report, bytes read counting one byte per code. Many
-// rows (group "gemm": M = 16, 32, 64 of Qwen2.5-7B's and 0.5B's projections, gate and up as one
-// 2N-row matrix): the tensor-core kernel (its many-row form past 16 rows) as planned and at every
-// forced split of K against the dense path (dequantise, cuBLASLt) and against M = 1.
+// rows (group "gemm": M = 16..512 of Qwen2.5-7B's, Llama-3-8B's and 0.5B's projections, gate and
+// up as one 2N-row matrix): the tiled int4 GEMM (int4_gemm.h, its reordered weights) as planned and
+// in other tiles and splits, up to 64 rows the tensor-core kernel (its many-row form past 16 rows)
+// as planned and at every forced split of K, against the dense path (dequantise, cuBLASLt), against
+// cuBLASLt on f16 weights alone (the fp16 tensor-core rate) and against M = 1.
 //
 // GroupQueryAttention prompts of a 7B model's attention (N32 / Nkv8, D128, f16, rotary, causal;
 // 512 and 1024 rows first, 512 after 512 cached rows) through the op's whole launch sequence
@@ -52,7 +54,9 @@
 #include "core/cuda/device.h"
 #include "core/cuda/memory.h"
 #include "ops/cuda/attention_kernels.h"
+#include "ops/cuda/dequantize_kernels.h"
 #include "ops/cuda/dequantized_matmul.h"
+#include "ops/cuda/int4_gemm.h"
 #include "ops/cuda/quantized_matmul8_kernels.h"
 #include "ops/cuda/quantized_matmul_kernels.h"
 #include "onnx_genai/dtype.h"
@@ -156,6 +160,7 @@ struct Row {
   int block_k_splits;
   double difference;  // against the group's reference output: max |y - ref| / max |ref|; NaN for it
   std::string error;
+  int tile = 0;  // the int4 GEMM's (1..kInt4GemmConfigs; 0 for the other kernels)
 };
 
 // JSON has no NaN: a failed measurement is null.
@@ -339,20 +344,131 @@ Row measure_dense(const Shape2& s, const cuda::MatMulNBits4Args& args, const Wei
   return row;
 }
 
-// Many rows (M = 16, 32, 64: a batch of decodes, a long verify) for one weight shape: the dense
-// path (the reference output), then the tensor-core kernel (its many-row form past 16) as planned
-// and at each forced split of K; and M = 1 as planned, the cost of one row.
+// The weight copies in the int4 GEMM's layout (pack_int4_gemm_weights on the first copy's bytes,
+// then device copies of the result): as many as `w` has, so every launch streams from DRAM.
+std::vector<cuda::Int4GemmWeights> make_int4_gemm_copies(const Shape2& s, const WeightCopies& w, cudaStream_t stream) {
+  const int64_t blocks = (s.k + s.block - 1) / s.block;
+  std::vector<uint8_t> codes(static_cast<size_t>(s.n * blocks * s.block / 2));
+  std::vector<uint16_t> scales(static_cast<size_t>(s.n * blocks));
+  BENCH_CHECK(cuda::copy_to_host(codes.data(), w.codes[0].data(), codes.size(), stream));
+  BENCH_CHECK(cuda::copy_to_host(scales.data(), w.scales[0].data(), scales.size() * 2, stream));
+  BENCH_CHECK(check(cudaStreamSynchronize(stream), "cudaStreamSynchronize"));
+  std::vector<cuda::Int4GemmWeights> copies;
+  copies.reserve(w.codes.size());  // `first` stays where it is
+  copies.push_back(value_or_exit(
+      cuda::pack_int4_gemm_weights(DType::kF16, s.n, s.k, s.block, codes.data(), scales.data(), nullptr)));
+  const cuda::Int4GemmWeights& first = copies[0];
+  const auto* first_base = static_cast<const uint8_t*>(first.memory.data());
+  for (size_t c = 1; c < w.codes.size(); ++c) {
+    cuda::Int4GemmWeights copy;
+    copy.memory = value_or_exit(cuda::DeviceBuffer::allocate(first.memory.bytes()));
+    BENCH_CHECK(cuda::copy_on_device(copy.memory.data(), first.memory.data(), first.memory.bytes(), stream));
+    auto* base = static_cast<uint8_t*>(copy.memory.data());
+    copy.codes = base + (first.codes - first_base);
+    copy.scales = base + (static_cast<const uint8_t*>(first.scales) - first_base);
+    copy.dtype = first.dtype, copy.n = first.n, copy.k = first.k, copy.block_size = first.block_size;
+    copy.blocks = first.blocks, copy.n16 = first.n16;
+    copies.push_back(std::move(copy));
+  }
+  return copies;
+}
+
+// The int4 GEMM at M rows over the copies (tile / splits 0: the planner's), into `y`, checked
+// against `reference`.
+Row measure_int4_gemm(const Shape2& s, int64_t m, const char* name, int tile, int splits,
+                      const std::vector<cuda::Int4GemmWeights>& copies, const cuda::DeviceBuffer& a,
+                      const cuda::DeviceBuffer& y, const cuda::DeviceBuffer& reference, double weight_bytes,
+                      cudaStream_t stream) {
+  Row row{"gemm", s, m, name, NAN, weight_bytes, true, false, 1, NAN, ""};
+  const Result<cuda::Int4GemmPlan> plan = cuda::plan_int4_gemm(copies[0], m, tile, splits);
+  Result<double> us = plan.status();
+  if (plan.is_ok()) {
+    Result<cuda::DeviceBuffer> workspace = cuda::DeviceBuffer::allocate(std::max<size_t>(plan->workspace_bytes, 16));
+    us = workspace.status();
+    if (workspace.is_ok()) {
+      const Result<double> ms = replay_ms(stream, [&]() -> Status {
+        for (const cuda::Int4GemmWeights& w : copies) {
+          OG_RETURN_IF_ERROR(cuda::launch_int4_gemm(*plan, w, a.data(), nullptr, y.data(), workspace->data(), stream));
+        }
+        return Status::ok();
+      });
+      us = ms.is_ok() ? Result<double>(*ms * 1e3 / static_cast<double>(copies.size())) : ms;
+    }
+  }
+  if (us.is_ok()) {
+    row.us = *us;
+    row.block_k_splits = plan->splits, row.tile = plan->config + 1;
+    row.difference = relative_difference(y, reference, static_cast<size_t>(m * s.n), stream);
+  } else {
+    row.error = us.status().message();
+    std::fprintf(stderr, "cuda_bench: gemm K=%lld N=%lld M=%lld %s: %s\n", static_cast<long long>(s.k),
+                 static_cast<long long>(s.n), static_cast<long long>(m), name, row.error.c_str());
+  }
+  return row;
+}
+
+// cuBLASLt on the dense f16 weights alone (dequantised once beforehand): the fp16 tensor-core
+// throughput the int4 GEMM is held against at M >= 256. Four products per replayed graph.
+Row measure_cublas_f16(const Shape2& s, const cuda::MatMulNBits4Args& args, const WeightCopies& weights,
+                       const cuda::DeviceBuffer& y, cudaStream_t stream) {
+  Row row{"gemm", s, args.m, "cublas-f16", NAN, 2.0 * static_cast<double>(s.n * s.k), false, false, 1, NAN, ""};
+  const cuda::DeviceBuffer dense = value_or_exit(cuda::DeviceBuffer::allocate(static_cast<size_t>(s.n * s.k) * 2));
+  cuda::MatMulNBits4Args bound = args;
+  bound.b = static_cast<const uint8_t*>(weights.codes[0].data());
+  bound.scales = weights.scales[0].data();
+  BENCH_CHECK(cuda::launch_dequantize_nbits(bound, 4, dense.data(), stream));
+  const cuda::GemmProblem problem{.dtype = DType::kF16, .m = args.m, .n = s.n, .k = s.k, .trans_b = true};
+  Result<std::unique_ptr<cuda::CublasLtGemm>> gemm = cuda::CublasLtGemm::plan(problem);
+  Result<double> us = gemm.status();
+  if (gemm.is_ok()) {
+    Result<cuda::DeviceBuffer> workspace = cuda::DeviceBuffer::allocate(std::max<size_t>((*gemm)->workspace_bytes(), 16));
+    us = workspace.status();
+    if (workspace.is_ok()) {
+      const Result<double> ms = replay_ms(stream, [&]() -> Status {
+        for (int i = 0; i < 4; ++i) OG_RETURN_IF_ERROR((*gemm)->run(args.a, dense.data(), y.data(), workspace->data(), stream));
+        return Status::ok();
+      });
+      us = ms.is_ok() ? Result<double>(*ms * 1e3 / 4) : ms;
+    }
+  }
+  if (us.is_ok()) {
+    row.us = *us;
+  } else {
+    row.error = us.status().message();
+  }
+  return row;
+}
+
+// Many rows (M = 16..512: batches of decodes, a long verify, the serving engine's steps) for one
+// weight shape: the dense path (the reference output), cuBLASLt on f16 weights, the int4 GEMM
+// as planned and in other tiles / splits, up to 64 rows the tensor-core kernel (its many-row form
+// past 16) as planned and at each forced split of K; and M = 1 as planned, the cost of one row.
 void bench_many_rows(const Shape2& s, int64_t l2_bytes, cudaStream_t stream, std::mt19937& rng, std::vector<Row>& rows) {
   const WeightCopies weights = make_weight_copies(s, l2_bytes, stream, rng);
-  for (int64_t m : {int64_t{1}, int64_t{16}, int64_t{32}, int64_t{64}}) {
+  const std::vector<cuda::Int4GemmWeights> packed = make_int4_gemm_copies(s, weights, stream);
+  for (int64_t m : {int64_t{1}, int64_t{16}, int64_t{32}, int64_t{64}, int64_t{128}, int64_t{256}, int64_t{512}}) {
     const cuda::DeviceBuffer a = random_activations(m, s.k, stream, rng);
     const size_t outputs = static_cast<size_t>(m * s.n);
     const cuda::DeviceBuffer reference = value_or_exit(cuda::DeviceBuffer::allocate(outputs * 2));
     const cuda::DeviceBuffer y = value_or_exit(cuda::DeviceBuffer::allocate(outputs * 2));
     rows.push_back(measure_dense(s, f16_args(m, s.n, s, a), weights, reference, stream));
+    if (m > 1) {
+      rows.push_back(measure_cublas_f16(s, f16_args(m, s.n, s, a), weights, y, stream));
+      const auto bytes = static_cast<double>(weights.set_bytes);
+      rows.push_back(measure_int4_gemm(s, m, "int4-gemm", 0, 0, packed, a, y, reference, bytes, stream));
+      if (m <= 64) {
+        for (const auto& [name, splits] : {std::pair{"int4-gemm/ks1", 1}, std::pair{"int4-gemm/ks2", 2},
+                                           std::pair{"int4-gemm/ks4", 4}}) {
+          rows.push_back(measure_int4_gemm(s, m, name, 0, splits, packed, a, y, reference, bytes, stream));
+        }
+      } else {
+        rows.push_back(measure_int4_gemm(s, m, "int4-gemm/t4", 4, 0, packed, a, y, reference, bytes, stream));
+        rows.push_back(measure_int4_gemm(s, m, "int4-gemm/t5", 5, 0, packed, a, y, reference, bytes, stream));
+      }
+    }
     for (const Variant& v : kVariants) {
       const bool tensor_core = v.choice.kernel == K4::kTensorCore || v.choice.kernel == K4::kAuto;
-      if (!tensor_core || !v.choice.dependent_launch || (m == 1 && v.choice.kernel != K4::kAuto)) continue;
+      if (!tensor_core || !v.choice.dependent_launch || (m == 1 && v.choice.kernel != K4::kAuto) || m > 64) continue;
       rows.push_back(measure("gemm", s, f16_args(m, s.n, s, a), v.name, v.choice, weights, y, &reference, outputs,
                              stream));
     }
@@ -589,7 +705,9 @@ void print_many_rows(const std::vector<Row>& rows, double copy_bw) {
     }
     const Row* best = nullptr;
     for (const Row& o : rows) {
-      if (same_case(o, r) && std::string(o.variant) != "dense" && !std::isnan(o.us) && (best == nullptr || o.us < best->us)) {
+      const std::string v = o.variant;
+      const bool int4_kernel = v != "dense" && v != "cublas-f16";
+      if (same_case(o, r) && int4_kernel && !std::isnan(o.us) && (best == nullptr || o.us < best->us)) {
         best = &o;
       }
     }
@@ -607,6 +725,47 @@ void print_many_rows(const std::vector<Row>& rows, double copy_bw) {
   }
 }
 
+// One line per (shape, M > 1) of the many-row group for the int4 GEMM: its planned time, the
+// previous path (the many-row / small-M tensor-core kernel where its rule planned it, else the
+// dense path), the fastest int4 GEMM variant, cuBLASLt on f16 weights, and the ratios against the
+// two targets (copy bandwidth; cuBLAS's fp16 TFLOP/s).
+void print_int4_gemm(const std::vector<Row>& rows, double copy_bw) {
+  bool header = false;
+  for (const Row& r : rows) {
+    if (std::string(r.group) != "gemm" || std::string(r.variant) != "int4-gemm" || std::isnan(r.us)) continue;
+    if (!header) {
+      std::printf("\n| int4 GEMM | K | N | M | int4 GEMM us (of copy, tile, splits) | previous path us (of copy) | "
+                  "speed-up | best int4 variant | cuBLAS f16 us | int4 / cuBLAS f16 TFLOP/s |\n"
+                  "|---|---|---|---|---|---|---|---|---|---|\n");
+      header = true;
+    }
+    const Row* planned = find_row(rows, r, r.m, "planned");
+    const Row* dense = find_row(rows, r, r.m, "dense");
+    const Row* previous = planned != nullptr && planned->tensor_core ? planned : dense;
+    const Row* cublas = find_row(rows, r, r.m, "cublas-f16");
+    const Row* best = &r;
+    for (const Row& o : rows) {
+      if (same_case(o, r) && std::string(o.variant).rfind("int4-gemm", 0) == 0 && !std::isnan(o.us) && o.us < best->us) {
+        best = &o;
+      }
+    }
+    const double flops = 2.0 * static_cast<double>(r.m * r.shape.n * r.shape.k);
+    char prev[64] = "-", speed[16] = "-", blas[32] = "-", ratio[48] = "-";
+    if (previous != nullptr) {
+      std::snprintf(prev, sizeof prev, "%s %.2f (%.2f)", previous->variant, previous->us, fraction_of_copy(*previous, copy_bw));
+      std::snprintf(speed, sizeof speed, "%.2f", previous->us / r.us);
+    }
+    if (cublas != nullptr) {
+      std::snprintf(blas, sizeof blas, "%.2f", cublas->us);
+      std::snprintf(ratio, sizeof ratio, "%.0f / %.0f = %.2f", flops / r.us * 1e-6, flops / cublas->us * 1e-6,
+                    cublas->us / r.us);
+    }
+    std::printf("| gemm | %lld | %lld | %lld | %.2f (%.2f, t%d, ks%d) | %s | %s | %s %.2f | %s | %s |\n",
+                static_cast<long long>(r.shape.k), static_cast<long long>(r.shape.n), static_cast<long long>(r.m), r.us,
+                fraction_of_copy(r, copy_bw), r.tile, r.block_k_splits, prev, speed, best->variant, best->us, blas, ratio);
+  }
+}
+
 void write_json(const std::vector<Row>& rows, const std::vector<PromptRow>& prompts, const cuda::DeviceInfo& device,
                 double copy_bw, std::ofstream& json) {
   json << "{\n  \"device\": \"" << device.to_string() << "\",\n  \"copy_bandwidth_gbs\": " << copy_bw / 1e9
@@ -619,7 +778,7 @@ void write_json(const std::vector<Row>& rows, const std::vector<PromptRow>& prom
          << ", \"fraction_of_copy\": " << json_number(fraction_of_copy(r, copy_bw))
          << ", \"tensor_core\": " << (r.tensor_core ? "true" : "false")
          << ", \"deep_ring\": " << (r.deep_ring ? "true" : "false")
-         << ", \"block_k_splits\": " << r.block_k_splits
+         << ", \"block_k_splits\": " << r.block_k_splits << ", \"tile\": " << r.tile
          << ", \"difference\": " << json_number(r.difference) << ", \"error\": \"" << r.error << "\"}"
          << (i + 1 < rows.size() ? ",\n" : "\n");
   }
@@ -662,8 +821,9 @@ int run(int argc, char** argv) {
   for (const Shape2 mlp : {Shape2{896, 4864, 32}, Shape2{3584, 18944, 32}, Shape2{3584, 18944, 128}}) {
     if (selected("gate_up", mlp)) bench_gate_up(mlp, device.l2_bytes, stream, rng, rows);
   }
-  for (const Shape2 s : {Shape2{3584, 4608, 32}, Shape2{3584, 37888, 32}, Shape2{18944, 3584, 32},
-                         Shape2{3584, 37888, 128}, Shape2{896, 1152, 32}, Shape2{896, 9728, 32}, Shape2{4864, 896, 32}}) {
+  for (const Shape2 s : {Shape2{3584, 18944, 32}, Shape2{18944, 3584, 32}, Shape2{3584, 3584, 32},
+                         Shape2{4096, 14336, 32}, Shape2{896, 4864, 32}, Shape2{4864, 896, 32}, Shape2{3584, 4608, 32},
+                         Shape2{3584, 37888, 32}, Shape2{3584, 37888, 128}, Shape2{896, 1152, 32}, Shape2{896, 9728, 32}}) {
     if (selected("gemm", s)) bench_many_rows(s, device.l2_bytes, stream, rng, rows);
   }
   for (const Shape2 base : {Shape2{3584, 18944, 0}, Shape2{18944, 3584, 0}, Shape2{4096, 4096, 0}}) {
@@ -684,6 +844,7 @@ int run(int argc, char** argv) {
               "variant in the JSON.\n\n");
   if (!rows.empty()) print_summary(rows, copy_bw);
   print_many_rows(rows, copy_bw);
+  print_int4_gemm(rows, copy_bw);
   print_prompts(prompts);
   // Every variant computes what the reference kernel does: f32 accumulation in another order (the
   // flash kernel also rounds probabilities to f16 for its P.V product).

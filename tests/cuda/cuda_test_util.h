@@ -142,7 +142,13 @@ inline Result<std::vector<Tensor>> run_on_cpu(const Node& node, const std::vecto
 }
 
 // Uploads the inputs, runs the CUDA kernel on `stream`, downloads the outputs.
-inline Result<std::vector<Tensor>> run_on_cuda(const Node& node, const std::vector<Tensor>& inputs, const cuda::Stream& stream) {
+// Bytes after each output that run_on_cuda(..., guard = true) checks are left as it filled them.
+inline constexpr size_t kOutputGuardBytes = 4096;
+
+// `guard`: each output buffer gets kOutputGuardBytes more, filled like the output (0xFF), and any
+// byte of them written is an error (an out-of-bounds write).
+inline Result<std::vector<Tensor>> run_on_cuda(const Node& node, const std::vector<Tensor>& inputs, const cuda::Stream& stream,
+                                               bool guard = false) {
   OG_ASSIGN_OR_RETURN(PreparedNode prepared, prepare_node(node, inputs, DeviceType::kCuda));
   OG_ASSIGN_OR_RETURN(std::vector<Tensor> outputs, allocate_host_outputs(prepared));
   std::vector<cuda::DeviceBuffer> buffers;
@@ -158,7 +164,7 @@ inline Result<std::vector<Tensor>> run_on_cuda(const Node& node, const std::vect
   std::vector<void*> device_outputs(outputs.size(), nullptr);
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (!outputs[i].defined()) continue;
-    const auto bytes = static_cast<size_t>(outputs[i].nbytes());
+    const auto bytes = static_cast<size_t>(outputs[i].nbytes()) + (guard ? kOutputGuardBytes : 0);
     OG_ASSIGN_OR_RETURN(buffers.emplace_back(), cuda::DeviceBuffer::allocate(bytes));
     OG_RETURN_IF_ERROR(cuda::fill_bytes(buffers.back().data(), 0xFF, bytes, stream.handle()));
     device_outputs[i] = buffers.back().data();
@@ -175,7 +181,19 @@ inline Result<std::vector<Tensor>> run_on_cuda(const Node& node, const std::vect
     if (!outputs[i].defined()) continue;
     OG_RETURN_IF_ERROR(cuda::copy_to_host(outputs[i].raw(), device_outputs[i], static_cast<size_t>(outputs[i].nbytes()), stream.handle()));
   }
+  std::vector<std::vector<uint8_t>> guards(guard ? outputs.size() : 0);
+  for (size_t i = 0; i < guards.size(); ++i) {
+    if (!outputs[i].defined()) continue;
+    guards[i].resize(kOutputGuardBytes);
+    OG_RETURN_IF_ERROR(cuda::copy_to_host(guards[i].data(), static_cast<char*>(device_outputs[i]) + outputs[i].nbytes(),
+                                          kOutputGuardBytes, stream.handle()));
+  }
   OG_RETURN_IF_ERROR(stream.synchronize());
+  for (size_t i = 0; i < guards.size(); ++i) {
+    for (size_t b = 0; b < guards[i].size(); ++b) {
+      if (guards[i][b] != 0xFF) return OG_ERROR(node.describe(), ": output ", i, " written ", b, " bytes past its end");
+    }
+  }
   return outputs;
 }
 
@@ -263,11 +281,12 @@ class CudaKernelTest : public ::testing::Test {
     stream_.emplace(std::move(stream).value());
   }
 
-  // Runs `node` on both sides and compares every output present.
-  void compare(const Node& node, const std::vector<Tensor>& inputs, const std::string& what) {
+  // Runs `node` on both sides and compares every output present; `guard`: and checks that no
+  // byte past an output was written (run_on_cuda).
+  void compare(const Node& node, const std::vector<Tensor>& inputs, const std::string& what, bool guard = false) {
     Result<std::vector<Tensor>> cpu = run_on_cpu(node, inputs);
     ASSERT_TRUE(cpu.is_ok()) << what << ": " << cpu.status().message();
-    Result<std::vector<Tensor>> gpu = run_on_cuda(node, inputs, *stream_);
+    Result<std::vector<Tensor>> gpu = run_on_cuda(node, inputs, *stream_, guard);
     ASSERT_TRUE(gpu.is_ok()) << what << ": " << gpu.status().message();
     for (size_t i = 0; i < cpu->size(); ++i) {
       if (!(*cpu)[i].defined()) continue;

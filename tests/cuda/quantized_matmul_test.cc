@@ -4,12 +4,14 @@
 // kernel), N (odd too), block sizes (every layout of the tensor-core kernel: blocks of 16, 32,
 // >= 64 bytes, with column classes and spread), dtypes, zero-point forms and bias; model-sized
 // shapes that split K across warps; every kernel variant the benchmark can pick (the standard and
-// the deep register ring, 128- or 256-byte L2 fetches, each at every forced split of K); inputs
-// both sides reject.
+// the deep register ring, 128- or 256-byte L2 fetches, each at every forced split of K); the tiled
+// int4 GEMM for batched steps in every tile, with guard bytes after the output; inputs both sides
+// reject.
 #include <string>
 
 #include "cuda_test_util.h"
 #include "plan_choice.h"
+#include "ops/cuda/int4_gemm.h"
 #include "ops/cuda/quantized_matmul_kernels.h"
 
 namespace onnx_genai::testing {
@@ -34,7 +36,8 @@ struct MatMulCase {
 
 class MatMulNBitsCuda : public CudaKernelTest {
  protected:
-  void check(const MatMulCase& c) {
+  // `guard`: also fail on a byte written past the output (run_on_cuda).
+  void check(const MatMulCase& c, bool guard = false) {
     const int64_t blocks = (c.k + c.block - 1) / c.block;
     CudaNode spec("MatMulNBits", "com.microsoft", {true});
     spec.attr_int("K", c.k).attr_int("N", c.n).attr_int("bits", 4).attr_int("block_size", c.block);
@@ -49,7 +52,7 @@ class MatMulNBitsCuda : public CudaKernelTest {
       inputs.push_back(Tensor());  // g_idx
       inputs.push_back(random_float_tensor(c.dtype, Shape{c.n}, rng_));
     }
-    compare(spec.with_inputs(inputs), inputs, "MatMulNBits " + c.describe());
+    compare(spec.with_inputs(inputs), inputs, "MatMulNBits " + c.describe(), guard);
   }
 };
 
@@ -141,6 +144,68 @@ TEST_F(MatMulNBitsCuda, ManyRowFormMatchesCpu) {
       check(c);
     }
   }
+}
+
+// The tiled int4 GEMM (int4_gemm.h), forced, with its reordered weights: f16 and bf16, blocks of
+// 16 to 256 (a stage of 64 k meets 4, 2 or 1 blocks, or lies in one), no or packed zero points,
+// bias, odd N (the copy pads it to 16 columns, tiles of 256 and 128 columns run past it), K whole
+// stages of 64 (one stage; K = 960 with blocks of 128 ends in half a block), M = 17, 64 and 200
+// (row tiles part full; 200 rows in two 128-row tiles or four 64-row ones) and small M, in every
+// tile and at forced splits of K (3 splits of 15 stages unevenly; more splits than stages),
+// with no byte written past the output.
+TEST_F(MatMulNBitsCuda, Int4GemmMatchesCpu) {
+  const MatMulCase cases[] = {MatMulCase{DType::kF16, 17, 960, 203, 32, ZeroPoints::kNone, true, false},
+                              MatMulCase{DType::kBF16, 64, 1088, 77, 128, ZeroPoints::kPacked, false, false},
+                              MatMulCase{DType::kF16, 200, 3584, 1000, 32, ZeroPoints::kPacked, true, false},
+                              MatMulCase{DType::kBF16, 200, 896, 520, 32, ZeroPoints::kNone, false, true},
+                              MatMulCase{DType::kF16, 33, 64, 16, 16, ZeroPoints::kNone, false, false},
+                              MatMulCase{DType::kBF16, 17, 2048, 300, 64, ZeroPoints::kNone, true, false},
+                              MatMulCase{DType::kF16, 64, 1024, 256, 256, ZeroPoints::kPacked, false, false},
+                              MatMulCase{DType::kBF16, 5, 512, 40, 32, ZeroPoints::kNone, false, false},
+                              MatMulCase{DType::kF16, 130, 960, 129, 128, ZeroPoints::kNone, true, false}};
+  for (const int tile : {0, 1, 4, 5}) {
+    for (const int splits : {0, 1, 3, 8}) {
+      if (tile != 0 && splits == 3) continue;
+      const ScopedPlanChoice choice({cuda::MatMulNBits4Kernel::kInt4Gemm, splits, true, tile});
+      for (const MatMulCase& c : cases) {
+        SCOPED_TRACE("int4 GEMM tile " + std::to_string(tile) + ", K splits " + std::to_string(splits));
+        check(c, true);
+      }
+    }
+  }
+}
+
+// What the int4 GEMM refuses, with its reason (those nodes keep the other paths).
+TEST_F(MatMulNBitsCuda, Int4GemmSaysWhatItRefuses) {
+  EXPECT_TRUE(cuda::int4_gemm_supports(DType::kF16, 203, 960, 32, 4, false).is_ok());
+  EXPECT_TRUE(cuda::int4_gemm_supports(DType::kBF16, 77, 64, 256, 4, false).is_ok());
+  EXPECT_FALSE(cuda::int4_gemm_supports(DType::kF32, 256, 1024, 32, 4, false).is_ok());
+  EXPECT_FALSE(cuda::int4_gemm_supports(DType::kF16, 256, 1024, 32, 8, false).is_ok());
+  EXPECT_FALSE(cuda::int4_gemm_supports(DType::kF16, 256, 1024, 32, 4, true).is_ok());
+  EXPECT_FALSE(cuda::int4_gemm_supports(DType::kF16, 256, 1000, 32, 4, false).is_ok());
+  EXPECT_FALSE(cuda::int4_gemm_supports(DType::kF16, 256, 1024, 512, 4, false).is_ok());
+  // A refused node still runs (the many-row kernel or the dense path) when the GEMM is asked for.
+  const ScopedPlanChoice choice({cuda::MatMulNBits4Kernel::kInt4Gemm, 0});
+  check(MatMulCase{DType::kF16, 40, 1000, 100, 32, ZeroPoints::kNone, false, false}, true);
+  check(MatMulCase{DType::kF32, 40, 1024, 100, 32, ZeroPoints::kPacked, true, false}, true);
+  check(MatMulCase{DType::kBF16, 40, 1024, 100, 32, ZeroPoints::kFloat, false, false}, true);
+}
+
+// Where the op plans the int4 GEMM on its own (int4_gemm_pays, the rule from cuda_bench's rows in
+// docs/STATUS.md): 16 rows of 7B-sized weights, 17-64 rows of any but the smallest, up to 128 of
+// >= 12 million codes, up to 256 of tall-K ones; never under 16 rows or past 256. Host code: runs
+// without a GPU.
+TEST(MatMulNBitsInt4GemmRule, PlansWhereItMeasuredFaster) {
+  EXPECT_FALSE(cuda::int4_gemm_pays(8, 18944, 3584));
+  EXPECT_TRUE(cuda::int4_gemm_pays(16, 18944, 3584));
+  EXPECT_FALSE(cuda::int4_gemm_pays(16, 3584, 3584));
+  EXPECT_TRUE(cuda::int4_gemm_pays(32, 896, 4864));
+  EXPECT_FALSE(cuda::int4_gemm_pays(64, 1152, 896));
+  EXPECT_TRUE(cuda::int4_gemm_pays(128, 3584, 3584));
+  EXPECT_FALSE(cuda::int4_gemm_pays(128, 4864, 896));
+  EXPECT_TRUE(cuda::int4_gemm_pays(256, 3584, 18944));
+  EXPECT_FALSE(cuda::int4_gemm_pays(256, 18944, 3584));
+  EXPECT_FALSE(cuda::int4_gemm_pays(512, 3584, 18944));
 }
 
 // Which plans take the many-row kernel: up to 64 rows in f16 / bf16 without float zero points,

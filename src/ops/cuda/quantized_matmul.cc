@@ -4,6 +4,10 @@
 // accuracy_level says (the CPU's int8 path at accuracy_level 4 is an approximation of this). The
 // kernel and its split of the work are planned here, from the shapes; run() only launches.
 //
+// Batched steps of 16 rows and more with 4-bit weights take the tiled int4 GEMM (int4_gemm.h)
+// where it supports the node and its rule (int4_gemm_pays, from measurements) says it is the
+// fastest: from a copy of the weights reordered once per session (PreparedConstants), made here.
+//
 // Up to kMaxGemvRows rows (decode, a speculative verify) the GEMV kernels (4-bit:
 // quantized_matmul_kernels.h, 8-bit: quantized_matmul8_kernels.h) read each weight once for all
 // rows, and so does the 4-bit tensor-core kernel up to kMaxTensorCoreRows where it runs (f16 /
@@ -18,9 +22,13 @@
 // pointers the tensor-core kernel cannot read) the RMS norm kernel writes them into the workspace
 // first, and the product reads them there.
 #include <algorithm>
+#include <cstdint>
+#include <memory>
 #include <optional>
+#include <string>
 
 #include "ops/cuda/dequantized_matmul.h"
+#include "ops/cuda/int4_gemm.h"
 #include "ops/cuda/normalization_kernels.h"
 #include "ops/cuda/quantized_matmul8_kernels.h"
 #include "ops/cuda/quantized_matmul_kernels.h"
@@ -66,6 +74,8 @@ class PlannedProduct {
     // Past kMaxGemvRows only the 4-bit planner has a kernel (up to kMaxTensorCoreRows, where it
     // pays); it declines the rest.
     const bool many_rows = args_.m > cuda::kMaxGemvRows;
+    OG_ASSIGN_OR_RETURN(const bool tiled, plan_int4_gemm(ctx, p, epilogue));
+    if (tiled) return Status::ok();
     if (many_rows && bits_ == 8) return plan_dense(ctx, epilogue);
     cuda::MatMulNBits4Args gemv = args_;
     gemv.epilogue = epilogue;
@@ -102,6 +112,9 @@ class PlannedProduct {
   }
 
   Status run(const cuda::MatMulNBits4Args& a, void* workspace, void* stream) const {
+    if (int4_weights_ != nullptr && a.norm_prologue == false && reinterpret_cast<uintptr_t>(a.a) % 16 == 0) {
+      return run_int4_gemm(a, workspace, stream);
+    }
     if (!dense_) {
       cuda::MatMulNBits4Args with_workspace = a;
       with_workspace.workspace = workspace;
@@ -132,7 +145,59 @@ class PlannedProduct {
     return Status::ok();
   }
 
+  // The tiled int4 GEMM where the choice or its rule asks for it and it supports the node (its
+  // constant weights reordered, or found reordered by an earlier plan); args_ then keeps a
+  // CUDA-core plan for activations it cannot load (not 16-byte aligned). Returns whether it did.
+  Result<bool> plan_int4_gemm(PrepareContext& ctx, const MatMulNBitsParams& p, MatMulNBits4Epilogue epilogue) {
+    const cuda::MatMulNBits4Choice choice = cuda::matmul_nbits4_choice();
+    const bool asked = choice.kernel == cuda::MatMulNBits4Kernel::kInt4Gemm ||
+                       (choice.kernel == cuda::MatMulNBits4Kernel::kAuto && cuda::int4_gemm_pays(args_.m, args_.n, args_.k));
+    const Tensor* b = ctx.value(weight(P::kB));
+    const Tensor* scales = ctx.value(weight(P::kScales));
+    const Tensor* zero_points = p.has_zp ? ctx.value(weight(P::kZeroPoints)) : nullptr;
+    if (!asked || b == nullptr || scales == nullptr || (p.has_zp && zero_points == nullptr) ||
+        !cuda::int4_gemm_supports(args_.dtype, args_.n, args_.k, args_.block_size, bits_, args_.float_zero_points)
+             .is_ok()) {
+      return false;
+    }
+    const auto pack = [&] {
+      return cuda::pack_int4_gemm_weights(args_.dtype, args_.n, args_.k, args_.block_size, b->data<uint8_t>(),
+                                          scales->raw(), zero_points != nullptr ? zero_points->data<uint8_t>() : nullptr);
+    };
+    // A copy that cannot be made (device memory short: it is not yet part of the session's memory
+    // plan) or planned leaves the node on the paths that read the initializers.
+    auto packed = ctx.constant<cuda::Int4GemmWeights>("int4_gemm " + std::string(dtype_name(args_.dtype)), pack);
+    if (!packed.is_ok()) return false;
+    auto planned = cuda::plan_int4_gemm(**packed, args_.m, choice.int4_gemm_tile, choice.block_k_splits);
+    if (!planned.is_ok()) return false;
+    int4_weights_ = std::move(packed).value();
+    int4_plan_ = *planned;
+    cuda::MatMulNBits4Args fallback = args_;
+    fallback.epilogue = epilogue;
+    OG_RETURN_IF_ERROR(cuda::plan_matmul_nbits4(fallback, {cuda::MatMulNBits4Kernel::kCudaCore, 0}));
+    args_ = fallback;
+    workspace_bytes_ = int4_plan_.workspace_bytes;
+    swiglu_apart_ = epilogue == MatMulNBits4Epilogue::kSwiGLU;
+    if (swiglu_apart_) {
+      columns_at_ = align_up(std::max(workspace_bytes_, args_.workspace_bytes));
+      workspace_bytes_ = columns_at_ + static_cast<size_t>(dtype_storage_bytes(args_.dtype, args_.m * args_.n));
+    }
+    workspace_bytes_ = std::max(workspace_bytes_, args_.workspace_bytes);
+    return true;
+  }
+
+  // The int4 GEMM's product (+ bias), into y or, with the SwiGLU epilogue, into the workspace's
+  // columns and then through the epilogue kernel.
+  Status run_int4_gemm(const cuda::MatMulNBits4Args& a, void* workspace, void* stream) const {
+    void* columns = swiglu_apart_ ? static_cast<char*>(workspace) + columns_at_ : a.y;
+    OG_RETURN_IF_ERROR(cuda::launch_int4_gemm(int4_plan_, *int4_weights_, a.a, a.bias, columns, workspace, stream));
+    if (!swiglu_apart_) return Status::ok();
+    return cuda::launch_swiglu_pairs(a.dtype, a.m, a.n / 2, columns, a.y, stream);
+  }
+
   cuda::MatMulNBits4Args args_;
+  std::shared_ptr<const cuda::Int4GemmWeights> int4_weights_;  // null: not planned
+  cuda::Int4GemmPlan int4_plan_;
   std::optional<cuda::DequantizedMatMul> dense_;  // past kMaxGemvRows rows
   bool swiglu_apart_ = false;                     // the dense product's SwiGLU, launched after it
   size_t workspace_bytes_ = 0, columns_at_ = 0;

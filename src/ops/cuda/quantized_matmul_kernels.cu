@@ -312,10 +312,13 @@ MatMulNBits4Kernel planned_tensor_core(const MatMulNBits4Args& args) {
 }  // namespace
 
 void set_matmul_nbits4_choice(MatMulNBits4Choice choice) { g_default_choice = choice; }
+MatMulNBits4Choice matmul_nbits4_choice() { return g_default_choice; }
 
 Status plan_matmul_nbits4(MatMulNBits4Args& args, MatMulNBits4Choice choice) {
   OG_RETURN_IF_ERROR(check_layout(args));
   if (choice == MatMulNBits4Choice{}) choice = g_default_choice;
+  // The int4 GEMM is the op's to plan (it needs the reordered weights): here it is kAuto.
+  if (choice.kernel == MatMulNBits4Kernel::kInt4Gemm) choice.kernel = MatMulNBits4Kernel::kAuto;
   if (choice.kernel == MatMulNBits4Kernel::kAuto) choice.kernel = planned_tensor_core(args);
   // The tensor-core kernel reads whole quads with no bound on K, blocks of >= 32 codes, and
   // indexes B and its parameters in 32 bits; past 16 rows, the many-row kernel (f16 / bf16, no

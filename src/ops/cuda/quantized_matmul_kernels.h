@@ -20,16 +20,19 @@ constexpr int64_t kMaxTensorCoreRows = 64;
 // ring (6 quads for f16 with no zero points, else 4; 2 blocks an SM). The deep form exists for
 // f16 / bf16 activations with no or packed zero points at M <= 8 (elsewhere the standard kernel
 // runs); any tensor-core choice falls back to the CUDA-core kernel where the tensor-core one
-// cannot run.
-enum class MatMulNBits4Kernel { kAuto, kCudaCore, kTensorCore, kTensorCoreDeep };
+// cannot run. kInt4Gemm: the tiled int4 GEMM (int4_gemm.h) at any M where it supports the node
+// (the op plans it, from a reordered copy of the weights; plan_matmul_nbits4 takes it as kAuto).
+enum class MatMulNBits4Kernel { kAuto, kCudaCore, kTensorCore, kTensorCoreDeep, kInt4Gemm };
 
-// A plan's choice: the kernel, the warps splitting K (0: the planner's; else 1, 2, 4 or 8), and
-// whether the tensor-core kernel may start as a programmatic dependent of the previous kernel
-// (dependent_launch.cuh; off only to measure what it saves).
+// A plan's choice: the kernel, the warps splitting K (0: the planner's; else 1, 2, 4 or 8; the
+// int4 GEMM's blocks splitting K, 1 to 8), whether the tensor-core kernel may start as a
+// programmatic dependent of the previous kernel (dependent_launch.cuh; off only to measure what
+// it saves), and the int4 GEMM's tile (0: the planner's; else 1..kInt4GemmConfigs).
 struct MatMulNBits4Choice {
   MatMulNBits4Kernel kernel = MatMulNBits4Kernel::kAuto;
   int block_k_splits = 0;
   bool dependent_launch = true;
+  int int4_gemm_tile = 0;
   bool operator==(const MatMulNBits4Choice&) const = default;
 };
 
@@ -104,6 +107,7 @@ bool matmul_nbits4_runs_tensor_core(const MatMulNBits4Args& args);
 // What plans given the default choice take instead (initially the default: the planner's). For
 // the tests, which run the op's own planning on every variant; not thread-safe.
 void set_matmul_nbits4_choice(MatMulNBits4Choice choice);
+MatMulNBits4Choice matmul_nbits4_choice();
 
 // Queues the planned kernel on `stream` (a cudaStream_t); no allocation, no synchronisation. A
 // plan with workspace_bytes needs args.workspace.
