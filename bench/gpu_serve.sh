@@ -17,14 +17,14 @@ model=${2:?model folder}
 tgz=${3:-} anchors=${4:-} shape=${5:-qwen2.5-0.5b}
 prompt=${PROMPT:-1024} gen=${GEN:-256} requests=${REQUESTS:-256}
 work=$(mktemp -d)
-if [[ -n $tgz ]]; then  # llama-server builds on the CPUs while ours runs on the GPU
+if [[ -n $tgz ]]; then  # llama-server and its model first: nothing else runs while either is timed
   (tar xzf "$tgz" -C "$work" &&
    GGUF_PY=$work/src/gguf-py PYTHONPATH=$work/src/gguf-py python3 "$anchors/mkmodel.py" "$shape" q4_0 "$work/m.gguf" "$work/src/models/ggml-vocab-qwen2.gguf" &&
    cmake -S "$work/src" -B "$work/b" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
      -DGGML_CUDA_NCCL=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
      -DLLAMA_BUILD_SERVER=ON -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_APP=OFF &&
-   cmake --build "$work/b" --target llama-server -j12) >"$work/llama-build.log" 2>&1 &
-  builder=$!
+   cmake --build "$work/b" --target llama-server -j"$(nproc)") >"$work/llama-build.log" 2>&1 ||
+    { echo "llama-server build failed:"; tail -20 "$work/llama-build.log"; exit 1; }
 fi
 load=(--range 0 --prompt-len "$prompt" --gen-len "$gen" --json)
 row() {  # name concurrency json
@@ -52,7 +52,6 @@ for c in 1 64; do
 done
 kill -TERM $server; wait $server
 if [[ -n $tgz ]]; then
-  wait $builder || { echo "llama-server build failed:"; tail -20 "$work/llama-build.log"; exit 1; }
   "$work/b/bin/llama-server" -m "$work/m.gguf" -ngl 99 -fa on -np 64 -c $((64 * (prompt + gen + 32))) -b 2048 -ub 512 \
     --port 8089 --no-webui >"$work/llama-server.log" 2>&1 &
   llama=$!

@@ -136,6 +136,7 @@ Result<ServeResult> serve(genai::Engine& engine, const ServeBenchOptions& o, con
     for (const genai::RequestOutput& out : outputs) {
       Timeline& tl = r.requests[index.at(out.id)];
       for (size_t k = 0; k < out.new_tokens.size(); ++k) tl.token_times.push_back(t);
+      tl.tokens += static_cast<int64_t>(out.new_tokens.size());
       if (!out.new_tokens.empty() && tl.first < 0) tl.first = t;
       r.output_tokens += static_cast<int64_t>(out.new_tokens.size());
       if (out.finished) {
@@ -172,7 +173,7 @@ nlohmann::ordered_json summarize(const ServeBenchOptions& o, const ServeResult& 
   for (const Timeline& t : r.requests) {
     ttft.push_back(t.first - t.arrival);
     e2e.push_back(t.last - t.arrival);
-    const auto tokens = static_cast<double>(t.token_times.size());
+    const auto tokens = static_cast<double>(t.tokens);
     const double per_token = tokens > 1 ? (t.last - t.first) / (tokens - 1) : 0;
     tpot.push_back(per_token);
     for (size_t k = 1; k < t.token_times.size(); ++k) itl.push_back(t.token_times[k] - t.token_times[k - 1]);

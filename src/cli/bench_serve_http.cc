@@ -27,9 +27,8 @@ Outcome run_request(httplib::Client& client, const std::string& api_key, const s
   const auto now = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
   Outcome out;
   out.timeline.arrival = now();
-  const nlohmann::json body{{"prompt", prompt},     {"max_tokens", max_tokens}, {"temperature", 0},
-                            {"ignore_eos", true},   {"stream", true},           {"logprobs", 0},
-                            {"stream_options", {{"include_usage", true}}}};
+  const nlohmann::json body{{"prompt", prompt}, {"max_tokens", max_tokens}, {"temperature", 0}, {"ignore_eos", true},
+                            {"stream", true},   {"stream_options", {{"include_usage", true}}}};
   httplib::Request req;
   req.method = "POST";
   req.path = "/v1/completions";
@@ -48,27 +47,20 @@ Outcome run_request(httplib::Client& client, const std::string& api_key, const s
         out.prompt_tokens = chunk["usage"].value("prompt_tokens", int64_t{0});
         out.output_tokens = chunk["usage"].value("completion_tokens", int64_t{0});
       }
+      // Each chunk with a choice is a step's tokens (onnx-genai sends one per step, llama-server
+      // one per token); the first is the first token.
       if (!chunk.contains("choices") || !chunk["choices"].is_array() || chunk["choices"].empty()) continue;
-      // One logprob per token counts the tokens of a chunk; a server that sends none (llama-server)
-      // streams a token per chunk.
-      const nlohmann::json& choice = chunk["choices"][0];
-      const auto logprobs = choice.find("logprobs");
-      const auto text = choice.find("text");
-      size_t tokens = 0;
-      if (logprobs != choice.end() && logprobs->is_object() && logprobs->contains("tokens")) {
-        tokens = (*logprobs)["tokens"].size();
-      } else if (text != choice.end() && text->is_string() && !text->get<std::string>().empty()) {
-        tokens = 1;
-      }
       const double t = now();
-      for (size_t k = 0; k < tokens; ++k) out.timeline.token_times.push_back(t);
-      if (tokens > 0 && out.timeline.first < 0) out.timeline.first = t;
+      out.timeline.token_times.push_back(t);
+      if (out.timeline.first < 0) out.timeline.first = t;
     }
     return true;
   };
-  const httplib::Result result = client.send(req);
+  httplib::Result result = client.send(req);
+  if (!result && out.timeline.token_times.empty()) result = client.send(req);  // a keep-alive connection the server closed
   out.timeline.last = now();
   if (out.output_tokens == 0) out.output_tokens = static_cast<int64_t>(out.timeline.token_times.size());  // no usage chunk
+  out.timeline.tokens = out.output_tokens;
   if (out.prompt_tokens == 0) out.prompt_tokens = static_cast<int64_t>(prompt.size());
   if (!result) {
     out.error = "request failed: " + httplib::to_string(result.error());

@@ -20,7 +20,10 @@ struct Workload {
 
 struct Timeline {
   double arrival = 0, first = -1, last = 0;  // seconds after the run's start
+  // When tokens arrived: one entry per token in process, per streamed chunk over HTTP (a chunk
+  // may carry several tokens when text is held back); `tokens` counts them all.
   std::vector<double> token_times;
+  int64_t tokens = 0;
 };
 
 struct ServeResult {
@@ -33,7 +36,8 @@ struct ServeResult {
 };
 
 // Sends every prompt of `w` to `url`'s /v1/completions as token ids (greedy, eos ignored,
-// streamed with one logprob per token to count tokens), `concurrency` requests in flight.
+// streamed), `concurrency` requests in flight. Token counts come from the usage chunk (else one
+// per chunk); no logprobs are asked for, as they would bring every row's logits to the host.
 Result<ServeResult> serve_over_http(const std::string& url, const std::string& api_key, int64_t concurrency,
                                     const Workload& w);
 

@@ -207,7 +207,9 @@ void HttpServer::Impl::respond_stream(const httplib::Request& req, httplib::Resp
     }
     if (std::optional<JobRunner::Update> u = r.poll(kPollInterval)) {
       const genai::RequestOutput& o = u->output;
-      if (!o.new_text.empty() || !o.logprobs.empty() || o.finished) {
+      // A chunk per step that produced tokens, text or not (held back, or special tokens): clients
+      // see the tokens' pace, and the finishing chunk always comes.
+      if (!o.new_tokens.empty() || o.finished) {
         out += sse(r.builder().chunk(u->choice, o.new_text, o.logprobs, o.finished ? o.reason : genai::FinishReason::kNone,
                                      false, r.choices()[u->choice]));
       }
