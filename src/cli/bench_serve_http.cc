@@ -85,6 +85,7 @@ Result<ServeResult> serve_over_http(const std::string& url, const std::string& a
     workers.emplace_back([&] {
       httplib::Client client(url);  // one keep-alive connection per worker
       client.set_keep_alive(true);
+      client.set_tcp_nodelay(true);
       client.set_read_timeout(600);
       for (size_t i; (i = next.fetch_add(1)) < w.prompts.size();) {
         Outcome o = run_request(client, api_key, w.prompts[i], w.gen_lens[i], start);

@@ -310,6 +310,9 @@ HttpServer::HttpServer(ServingLoop& loop, ServerOptions options) : impl_(std::ma
   s.http.set_read_timeout(static_cast<time_t>(s.options.read_timeout_seconds));
   s.http.set_write_timeout(30);
   s.http.set_keep_alive_max_count(1000);
+  // Streams are many small writes: with Nagle's algorithm each waits for the client's delayed
+  // ACK (tens of ms). Accepted sockets inherit the option from the listening one.
+  s.http.set_tcp_nodelay(true);
   s.http.set_payload_max_length(static_cast<size_t>(s.options.max_body_bytes));
   // Authentication before routing: the API's routes need the key; the page, /health and /metrics do not.
   s.http.set_pre_routing_handler([&s](const httplib::Request& req, httplib::Response& res) {
