@@ -29,14 +29,19 @@ export async function startServer(args = []) {
     });
     proc.on('exit', (code) => { clearTimeout(timer); reject(new Error(`server exited with ${code}:\n` + log.join('\n'))); });
   });
-  const exited = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
+  // 'close': after the last of its stderr was read.
+  const exited = new Promise((resolve) => proc.on('close', (code, signal) => resolve({ code, signal })));
   return {
     url, proc, log, exited,
     client: (options = {}) => new OpenAI({ baseURL: url + '/v1', apiKey: 'unused', maxRetries: 0, ...options }),
-    // SIGTERM, then the exit status (the server drains and exits 0).
+    // SIGTERM, then the exit status (the server drains and exits 0). Fails when the sanitizers
+    // (the ASan/UBSan build) reported anything.
     async stop() {
       if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM');
-      return exited;
+      const status = await exited;
+      const reports = log.filter((line) => /runtime error:|AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer/.test(line));
+      if (reports.length) throw new Error('sanitizer reports from the server:\n' + reports.join('\n'));
+      return status;
     },
     fdCount: () => fs.readdirSync(`/proc/${proc.pid}/fd`).length,
     rssKb: () => Number(fs.readFileSync(`/proc/${proc.pid}/status`, 'utf8').match(/VmRSS:\s+(\d+)/)[1]),
