@@ -104,7 +104,7 @@ int run_serve(std::span<const std::string> args) {
     if (listen_ended) return;
     std::fprintf(stderr, "onnx-genai serve: %s: no new connections; draining %lld requests (at most %llds)\n",
                  strsignal(signal), static_cast<long long>(loop.in_flight()), static_cast<long long>(o.drain_seconds));
-    http.stop();
+    http.drain();
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(o.drain_seconds);
     while (loop.in_flight() > 0 && std::chrono::steady_clock::now() < deadline && !listen_ended) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));

@@ -89,6 +89,8 @@ struct HttpServer::Impl {
   ServerOptions options;
   Metrics metrics;
   httplib::Server http;
+  int listen_fd = -1;
+  std::atomic<bool> draining{false};
   const std::chrono::system_clock::time_point started = std::chrono::system_clock::now();
 };
 
@@ -143,6 +145,10 @@ void HttpServer::Impl::generate(const httplib::Request& req, httplib::Response& 
   std::optional<json> body = read_json(req, res);
   if (!body) return;
   if (auto error = check_model(*body)) return send_error(res, *error);
+  if (draining) {
+    res.set_header("Connection", "close");
+    return send_error(res, ApiError{503, "the server is shutting down", "", "shutting_down"});
+  }
   JobResult parsed = chat ? parse_chat_request(*body, loop.model()) : parse_completion_request(*body, loop.model());
   if (const ApiError* error = std::get_if<ApiError>(&parsed)) return send_error(res, *error);
   GenerationJob& job = std::get<GenerationJob>(parsed);
@@ -355,16 +361,22 @@ Result<int> HttpServer::bind() {
   const int port = s.options.port == 0 ? s.http.bind_to_any_port(s.options.host)
                                        : (s.http.bind_to_port(s.options.host, s.options.port) ? s.options.port : -1);
   if (port < 0) return OG_ERROR("serve: cannot listen on ", s.options.host, ":", s.options.port, " (in use, or not an address of this machine)");
-  raise_listen_backlog(port, SOMAXCONN);
+  s.listen_fd = find_listening_socket(port);
+  if (s.listen_fd >= 0) ::listen(s.listen_fd, SOMAXCONN);
   return port;
 }
 
 Status HttpServer::listen() {
-  if (!impl_->http.listen_after_bind()) return OG_ERROR("serve: the server stopped with an error");
+  // A drain ends the accept loop with an error (the socket was shut down under it).
+  if (!impl_->http.listen_after_bind() && !impl_->draining) return OG_ERROR("serve: the server stopped with an error");
   return Status::ok();
 }
 
-void HttpServer::stop() { impl_->http.stop(); }
+void HttpServer::drain() {
+  impl_->draining = true;
+  // Shut down, not closed: httplib closes its own descriptor when accept() fails.
+  if (impl_->listen_fd >= 0) ::shutdown(impl_->listen_fd, SHUT_RDWR);
+}
 
 const Metrics& HttpServer::metrics() const { return impl_->metrics; }
 

@@ -9,7 +9,7 @@
 // Errors are OpenAI's error object: 400 bad JSON / fields / a prompt over the context, 401 a
 // wrong or missing API key, 404 unknown routes and models, 413 bodies over the limit, 415 a body
 // that is not JSON, 503 with Retry-After when the queue is full. A client that disconnects aborts
-// its request. stop() stops accepting; requests in flight run to their end.
+// its request. drain() stops accepting; requests in flight run to their end.
 #pragma once
 
 #include <cstdint>
@@ -41,10 +41,11 @@ class HttpServer {
 
   // Binds the address; returns the port (the chosen one for port 0).
   Result<int> bind();
-  // Serves until stop(); returns once the connections in flight have ended.
+  // Serves until drain(); returns once the connections in flight have ended.
   Status listen();
-  // Stops accepting; safe from any thread.
-  void stop();
+  // Stops accepting connections, and requests on open ones (503); requests in flight, streams
+  // included, run to their end. Safe from any thread.
+  void drain();
   const Metrics& metrics() const;
 
  private:

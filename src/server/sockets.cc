@@ -45,8 +45,8 @@ int find_descriptor(const std::function<bool(int)>& match) {
 
 }  // namespace
 
-void raise_listen_backlog(int port, int backlog) {
-  const int fd = find_descriptor([port](int fd) {
+int find_listening_socket(int port) {
+  return find_descriptor([port](int fd) {
     int listening = 0;
     socklen_t size = sizeof listening;
     sockaddr_storage local{};
@@ -57,7 +57,6 @@ void raise_listen_backlog(int port, int backlog) {
            getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) == 0 &&
            host_and_port(local, local_len, host, local_port) && local_port == port;
   });
-  if (fd >= 0) listen(fd, backlog);
 }
 
 int ConnectionWatch::find_socket() const {

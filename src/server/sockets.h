@@ -1,5 +1,5 @@
-// The sockets cpp-httplib (0.11, Debian 12's) keeps to itself: the connection of a request, and
-// the listening socket.
+// The sockets cpp-httplib (0.11, Debian 12's) keeps to itself: the listening socket, and the
+// connection of a request.
 //
 // ConnectionWatch: whether the client of a request has closed its connection, while the request
 // still runs.
@@ -14,10 +14,11 @@
 
 namespace onnx_genai::server {
 
-// httplib listens with a backlog of 5 (compiled into the library): a burst of clients connecting
-// at once would see dropped SYNs and second-long retries. Linux lets listen() on a listening
-// socket raise its backlog; this finds the socket listening on `port` and does that.
-void raise_listen_backlog(int port, int backlog);
+// The socket listening on `port` (httplib keeps it to itself), or -1. The server raises its
+// backlog (httplib's is 5, compiled in: a burst of clients would see dropped SYNs and
+// second-long retries; Linux lets listen() on a listening socket change it) and shuts it down to
+// stop accepting while requests drain (httplib's own stop() also cuts streams short).
+int find_listening_socket(int port);
 
 class ConnectionWatch {
  public:
