@@ -13,6 +13,7 @@
 
 #include <cmath>
 
+#include "genai/beam_search.h"
 #include "genai_test_util.h"
 
 namespace onnx_genai {
@@ -156,6 +157,22 @@ TEST(BeamSearchOracle, TinyStandardModel) {
     EXPECT_NE((*rules)[0], (*rules)[2]);
   }
   expect_oracle_beams(**model, dir, cases, 1e-4);
+}
+
+// transformers keeps max(2, 1 + eos ids) * num_beams continuations, so num_beams of them go on
+// even when every eos id ranks above the best token that does not end the hypothesis.
+TEST(BeamSearchSteps, KeepsEnoughContinuationsWhenTheBestEnd) {
+  genai::BeamSearchParams params;
+  params.num_beams = 1;
+  genai::BeamSearch search(params, 1, {0, 1}, 4);
+  const std::vector<float> log_probs = {-0.5f, -1.0f, -2.0f, -3.0f};  // eos 0 and 1 first
+  search.step(0, log_probs, 0);
+  ASSERT_EQ(search.running(0, 0).size(), 1u);
+  EXPECT_EQ(search.running(0, 0)[0], 2);
+  ASSERT_EQ(search.hypotheses(0).size(), 1u);  // only the best num_beams may finish
+  EXPECT_EQ(search.hypotheses(0)[0].tokens, std::vector<int32_t>{0});
+  EXPECT_FLOAT_EQ(search.hypotheses(0)[0].score, -0.5f);
+  EXPECT_TRUE(search.done(0));  // the running beam (-2) cannot beat -0.5 at any length
 }
 
 class BeamSearchTest : public ::testing::Test {
