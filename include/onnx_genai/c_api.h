@@ -190,9 +190,11 @@ OGA_EXPORT void OGA_API_CALL OgaDestroyGeneratorParams(OgaGeneratorParams* param
 /* Number keys: max_length, min_length, top_k, top_p, temperature, repetition_penalty,
  * no_repeat_ngram_size, num_beams, num_return_sequences, length_penalty, random_seed (-1: a
  * random seed), batch_size, diversity_penalty. Bool keys: do_sample, early_stopping,
- * past_present_share_buffer. An unknown key, or a value out of range, is an error naming it;
- * num_beams and num_return_sequences above 1 and diversity_penalty other than 0 fail when the
- * generator is created (no beam search yet). */
+ * past_present_share_buffer. An unknown key, or a value out of range, is an error naming it.
+ * num_beams > 1 runs beam search with Hugging Face transformers' semantics (length_penalty,
+ * early_stopping true: stop at num_beams finished hypotheses, false: transformers' heuristic;
+ * num_return_sequences <= num_beams); with do_sample, a diversity_penalty other than 0 (group
+ * beam search) or num_return_sequences above num_beams, creating the generator fails. */
 OGA_EXPORT OgaResult* OGA_API_CALL OgaGeneratorParamsSetSearchNumber(OgaGeneratorParams* params, const char* name,
                                                                      double value);
 OGA_EXPORT OgaResult* OGA_API_CALL OgaGeneratorParamsSetSearchBool(OgaGeneratorParams* params, const char* name,
@@ -221,19 +223,25 @@ OGA_EXPORT OgaResult* OGA_API_CALL OgaGenerator_AppendTokenSequences(OgaGenerato
 /* Runs the model on what it has not seen and picks one token per unfinished sequence. */
 OGA_EXPORT OgaResult* OGA_API_CALL OgaGenerator_GenerateNextToken(OgaGenerator* generator);
 /* The tokens the last GenerateNextToken picked, one per sequence (a finished sequence's is the
- * pad token); `out` belongs to the generator until its next call. */
+ * pad token); `out` belongs to the generator until its next call. With beam search (num_beams > 1)
+ * there are batch_size * num_return_sequences sequences: sequence p * num_return_sequences + k is
+ * prompt p's k-th best beam, running until the prompt's search ends, then its k-th best finished
+ * hypothesis (its tokens may then differ from the earlier steps' beam). */
 OGA_EXPORT OgaResult* OGA_API_CALL OgaGenerator_GetNextTokens(const OgaGenerator* generator, const int32_t** out,
                                                               size_t* out_count);
-/* Keeps the first `new_length` tokens (of the longest sequence; the others drop as many). */
+/* Keeps the first `new_length` tokens (of the longest sequence; the others drop as many). Not
+ * available with beam search, nor are appends after the first. */
 OGA_EXPORT OgaResult* OGA_API_CALL OgaGenerator_RewindTo(OgaGenerator* generator, size_t new_length);
 /* float32 [batch_size, 1, vocab_size]: the raw model logits the next GenerateNextToken picks
- * from (a finished sequence's row is zeros). The tensor is a copy the caller destroys. */
+ * from (a finished sequence's row is zeros). The tensor is a copy the caller destroys. Not
+ * available with beam search, nor is SetLogits. */
 OGA_EXPORT OgaResult* OGA_API_CALL OgaGenerator_GetLogits(OgaGenerator* generator, OgaTensor** out);
 /* Replaces those logits (float32, batch_size * vocab_size values) for the next pick; penalties
  * and sampling still apply to them. */
 OGA_EXPORT OgaResult* OGA_API_CALL OgaGenerator_SetLogits(OgaGenerator* generator, OgaTensor* tensor);
-/* Tokens of sequence `index` (prompt and generated; 0 / NULL out of range). The data belongs to
- * the generator until its next call. */
+/* Tokens of sequence `index` (prompt and generated; 0 / NULL out of range); with beam search,
+ * index < batch_size * num_return_sequences, as for GetNextTokens. The data belongs to the
+ * generator until its next call. */
 OGA_EXPORT size_t OGA_API_CALL OgaGenerator_GetSequenceCount(const OgaGenerator* generator, size_t index);
 OGA_EXPORT const int32_t* OGA_API_CALL OgaGenerator_GetSequenceData(const OgaGenerator* generator, size_t index);
 /* Tokens in the longest sequence. */

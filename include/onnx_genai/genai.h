@@ -86,8 +86,28 @@ struct ModelInfo {
   std::string paged_kv_unavailable;  // why not, when kv_block_size asked for it
 };
 
+// Beam search's stopping rule, as transformers' early_stopping: kHeuristic (False) stops a prompt
+// once its best running beam, scored at its current length, cannot beat the worst of num_beams
+// finished hypotheses; kTrue stops as soon as num_beams hypotheses have finished; kNever stops only
+// when no running beam can do better even at the longest length allowed (with length_penalty > 0).
+enum class EarlyStopping { kHeuristic, kTrue, kNever };
+
+// Beam search with Hugging Face transformers' semantics (src/genai/beam_search.h) when
+// num_beams > 1: each prompt keeps num_beams running beams ranked by the sum of their tokens'
+// log-probabilities, and a hypothesis that ends (eos, or the length limit) scores
+// sum_logprobs / generated_tokens ^ length_penalty. Greedy only (sampling.is_greedy()); the logit
+// processors (repetition penalty, no-repeat n-grams, min_new_tokens, logit bias) apply to the
+// log-probabilities. Stop strings, constraints and logprobs are refused with it.
+struct BeamSearchParams {
+  int32_t num_beams = 1;             // 1: greedy search or sampling, no beams
+  float length_penalty = 1.0f;       // > 0 favours longer hypotheses, < 0 shorter ones
+  EarlyStopping early_stopping = EarlyStopping::kHeuristic;
+  int32_t num_return_sequences = 1;  // in [1, num_beams]: the best hypotheses of each prompt
+};
+
 struct GeneratorParams {
   SamplingParams sampling;           // greedy when sampling.is_greedy()
+  BeamSearchParams beam;
   int64_t max_new_tokens = 0;        // 0 = no limit besides max_length / the context
   int64_t min_new_tokens = 0;        // eos and stop strings are ignored before this many
   int64_t max_length = 0;            // prompt + generated tokens; 0 = the context length
@@ -150,6 +170,11 @@ class Model {
 // Called with each piece of text that became final, per sequence.
 using TextCallback = std::function<void(size_t sequence, std::string_view text)>;
 
+// With beam search (params.beam.num_beams > 1) the Generator's sequences are the returned
+// hypotheses: prompt p's k-th best is sequence p * num_return_sequences + k. Until a prompt's
+// search ends they show its k-th running beam (no text yet); when it ends, they hold the finished
+// hypotheses, best first, and new_text() gives each one's whole text at once. rewind() and
+// append_tokens() are refused.
 class Generator {
  public:
   // Validates `params` (prompts, limits, sampling) against the model; the model must outlive it.
@@ -181,6 +206,9 @@ class Generator {
   const std::string& new_text(size_t sequence) const;
   // One entry per generated token when params.sampling.logprobs.
   std::span<const SampledToken> logprobs(size_t sequence) const;
+  // Beam search: a finished hypothesis' score, sum_logprobs / generated ^ length_penalty; 0 before
+  // its prompt's search ends, and for greedy search and sampling.
+  double beam_score(size_t sequence) const;
 
   // Keeps the first `length` tokens of the longest sequence; every sequence drops the same number
   // of trailing tokens (for batch 1: keeps `length` tokens). The next generate_next() recomputes

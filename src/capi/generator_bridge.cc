@@ -111,16 +111,17 @@ Status GeneratorBridge::append_sequences(const std::vector<std::vector<int32_t>>
 // token (the pad token for a sequence that had already finished).
 Status GeneratorBridge::step(LogitRows::Mode mode, std::vector<int32_t>& picked) {
   if (!generator_) return OG_ERROR("no tokens yet (append_tokens first)");
-  std::vector<size_t> before(batch_);
-  for (size_t b = 0; b < batch_; ++b) before[b] = generator_->tokens(b).size();
+  const size_t count = sequence_count();
+  std::vector<size_t> before(count);
+  for (size_t b = 0; b < count; ++b) before[b] = generator_->tokens(b).size();
   if (mode == LogitRows::Mode::kCapture) std::fill(rows_->rows.begin(), rows_->rows.end(), 0.0f);
   rows_->mode = mode;
   const Status status = generator_->generate_next();
   rows_->mode = LogitRows::Mode::kPass;
   OG_RETURN_IF_ERROR(status);
   ++longest_;
-  picked.resize(batch_);
-  for (size_t b = 0; b < batch_; ++b) {
+  picked.resize(count);
+  for (size_t b = 0; b < count; ++b) {
     const std::span<const int32_t> tokens = generator_->tokens(b);
     picked[b] = tokens.size() > before[b] ? tokens.back() : model_->info().pad_token_id;
   }
@@ -138,7 +139,14 @@ Status GeneratorBridge::generate_next_token() {
   return step(mode, next_);
 }
 
+Status GeneratorBridge::check_no_beams(const char* call) const {
+  if (options_.num_beams <= 1) return Status::ok();
+  return OG_ERROR(call, ": not available with beam search (num_beams ", options_.num_beams,
+                  "): the beams' logits are reordered every step");
+}
+
 Result<std::span<const float>> GeneratorBridge::logits() {
+  OG_RETURN_IF_ERROR(check_no_beams("get_logits"));
   if (!generator_) return OG_ERROR("no tokens yet (append_tokens first)");
   if (!lookahead_ && !replaced_) {
     if (generator_->is_done()) return OG_ERROR("every sequence has finished; there are no next logits");
@@ -151,6 +159,7 @@ Result<std::span<const float>> GeneratorBridge::logits() {
 }
 
 Status GeneratorBridge::set_logits(std::span<const float> rows) {
+  OG_RETURN_IF_ERROR(check_no_beams("set_logits"));
   if (!generator_) return OG_ERROR("no tokens yet (append_tokens first)");
   if (rows.size() != rows_->rows.size()) {
     return OG_ERROR("logits hold ", rows.size(), " values; batch_size ", batch_, " x vocab_size ", rows_->vocab,
@@ -184,7 +193,7 @@ bool GeneratorBridge::is_done() const {
 }
 
 std::span<const int32_t> GeneratorBridge::sequence(size_t index) const {
-  if (!generator_ || index >= batch_) return {};
+  if (!generator_ || index >= sequence_count()) return {};
   const std::span<const int32_t> tokens = generator_->tokens(index);
   return lookahead_ ? tokens.first(std::min(tokens.size(), visible_[index])) : tokens;
 }

@@ -11,6 +11,8 @@
 //     seeded run picks the same tokens whether or not it reads them;
 //   - set_logits after such a lookahead rewinds it (one extra one-token decoder run, and the
 //     sampler's draw is not replayed) and the next step replaces the rows.
+// With beam search (num_beams > 1) the sequences are the returned hypotheses (see
+// genai::Generator), and get_logits / set_logits are refused.
 #pragma once
 
 #include <cstdint>
@@ -49,6 +51,9 @@ class GeneratorBridge {
 
   bool is_done() const;
   size_t batch_size() const { return batch_; }
+  // Sequences the generator reports: batch_size, or batch_size * num_return_sequences with beam
+  // search (prompt p's k-th best is p * num_return_sequences + k).
+  size_t sequence_count() const { return generator_ ? generator_->batch_size() : batch_; }
   size_t vocab_size() const { return rows_->vocab; }
   std::span<const int32_t> sequence(size_t index) const;
   std::span<const int32_t> next_tokens() const { return next_; }
@@ -58,6 +63,8 @@ class GeneratorBridge {
   Status start(std::vector<std::vector<int32_t>> prompts);
   Status step(LogitRows::Mode mode, std::vector<int32_t>& picked);
   Status drop_lookahead();
+  // get_logits / set_logits have no meaning for beams that trade places every step.
+  Status check_no_beams(const char* call) const;
 
   const genai::Model* model_;
   SearchOptions options_;

@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "genai/beam_search.h"
+
 namespace onnx_genai::capi {
 
 namespace {
@@ -90,6 +92,10 @@ SearchOptions search_defaults(const genai::Model& model) {
   options.temperature = s.temperature;
   options.repetition_penalty = s.repetition_penalty;
   options.no_repeat_ngram_size = s.no_repeat_ngram_size;
+  options.num_beams = params.beam.num_beams;
+  options.num_return_sequences = params.beam.num_return_sequences;
+  options.length_penalty = params.beam.length_penalty;
+  options.early_stopping = params.beam.early_stopping == genai::EarlyStopping::kTrue;
   options.past_present_share_buffer = model.info().shared_kv_buffer;
   return options;
 }
@@ -136,12 +142,17 @@ Status set_search_value(SearchOptions& options, std::string_view name, const nlo
 
 Result<genai::GeneratorParams> generator_params(const SearchOptions& options,
                                                 std::vector<std::vector<int32_t>> prompts) {
-  if (options.num_beams > 1 || options.num_return_sequences > 1 || options.diversity_penalty != 0) {
-    return OG_ERROR("beam search (num_beams ", options.num_beams, ", num_return_sequences ",
-                    options.num_return_sequences, ", diversity_penalty ", options.diversity_penalty,
-                    ") is not implemented yet; use num_beams 1 (greedy search or sampling)");
+  if (options.diversity_penalty != 0) {
+    return OG_ERROR("diversity_penalty ", options.diversity_penalty,
+                    " asks for group beam search, which is not implemented; use 0 (plain beam search)");
   }
   genai::GeneratorParams params = options.defaults;
+  params.beam.num_beams = to_int32(options.num_beams);
+  params.beam.num_return_sequences = to_int32(options.num_return_sequences);
+  params.beam.length_penalty = static_cast<float>(options.length_penalty);
+  // A bool here, as onnxruntime-genai has it: true stops at num_beams hypotheses, false is
+  // transformers' heuristic (its "never" is only in the C++ API and the CLI).
+  params.beam.early_stopping = options.early_stopping ? genai::EarlyStopping::kTrue : genai::EarlyStopping::kHeuristic;
   SamplingParams& s = params.sampling;
   s.greedy = !options.do_sample;
   s.top_k = to_int32(options.top_k);
@@ -159,6 +170,7 @@ Result<genai::GeneratorParams> generator_params(const SearchOptions& options,
   params.min_new_tokens = std::max<int64_t>(0, static_cast<int64_t>(options.min_length) - static_cast<int64_t>(longest));
   params.prompts = std::move(prompts);
   OG_RETURN_IF_ERROR(s.validate());
+  OG_RETURN_IF_ERROR(genai::check_beam_params(params));
   return params;
 }
 

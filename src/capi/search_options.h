@@ -36,7 +36,8 @@ Result<bool> get_search_bool(const SearchOptions& options, std::string_view name
 // A JSON value of the "search" object applied by its type (number or bool).
 Status set_search_value(SearchOptions& options, std::string_view name, const nlohmann::json& value);
 
-// The generator's params for these prompts; fails on what this runtime cannot do (beam search).
+// The generator's params for these prompts; fails on what this runtime cannot do (group beam
+// search: a diversity_penalty).
 Result<genai::GeneratorParams> generator_params(const SearchOptions& options,
                                                 std::vector<std::vector<int32_t>> prompts);
 

@@ -186,6 +186,7 @@ int run_bench(std::span<const std::string> args) {
   genai::GeneratorParams params = (*model)->default_params();
   params.sampling = SamplingParams{};
   params.sampling.greedy = true;
+  params.beam = {};  // greedy, whatever the package's num_beams
   params.ignore_eos = true;
   params.stop_strings.clear();
   params.min_new_tokens = 0;

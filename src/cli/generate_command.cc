@@ -45,6 +45,10 @@ genai::GeneratorParams make_params(const genai::Model& model, const GenerateOpti
   if (options.max_new_tokens) params.max_new_tokens = *options.max_new_tokens;
   if (options.min_new_tokens) params.min_new_tokens = *options.min_new_tokens;
   if (options.prefill_chunk) params.prefill_chunk = *options.prefill_chunk;
+  if (options.num_beams) params.beam.num_beams = *options.num_beams;
+  if (options.num_return_sequences) params.beam.num_return_sequences = *options.num_return_sequences;
+  if (options.length_penalty) params.beam.length_penalty = *options.length_penalty;
+  if (options.early_stopping) params.beam.early_stopping = *options.early_stopping;
   params.stop_strings = options.stop_strings;
   params.ignore_eos = options.ignore_eos;
   params.truncate_prompt_left = options.truncate;
@@ -104,17 +108,22 @@ int run_generate(std::span<const std::string> args) {
   auto generator = genai::Generator::create(**model, params);
   if (!generator.is_ok()) return report(kExitBadInput, generator.status().message());
 
-  std::string text;
-  const Status status = (*generator)->generate([&](size_t, std::string_view piece) {
-    if (!options->stream) {
-      text += piece;
+  // Beam search may return several sequences, one per line; their text comes once the search ends.
+  const size_t count = (*generator)->batch_size();
+  const bool stream = options->stream && count == 1;
+  std::vector<std::string> texts(count);
+  const Status status = (*generator)->generate([&](size_t sequence, std::string_view piece) {
+    if (!stream) {
+      texts[sequence] += piece;
       return;
     }
     std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);
   });
-  if (!options->stream) std::fwrite(text.data(), 1, text.size(), stdout);
-  std::fputc('\n', stdout);
+  for (const std::string& text : texts) {
+    if (!stream) std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fputc('\n', stdout);
+  }
   std::fflush(stdout);
   if (!status.is_ok()) return report(kExitFailed, status.message());
   if (options->stats) {

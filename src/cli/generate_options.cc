@@ -48,6 +48,23 @@ OptionTable option_table(GenerateOptions& o) {
       {"--min-p", number<float>(o.min_p, 0.0f, 1.0f)},
       {"--top-k", number<int32_t>(o.top_k, 0, std::numeric_limits<int32_t>::max())},
       {"--seed", number<uint64_t>(o.seed, 0, std::numeric_limits<uint64_t>::max())},
+      // Checked against each other by the Generator (num_return_sequences <= num_beams...).
+      {"--num-beams", number<int32_t>(o.num_beams, 1, std::numeric_limits<int32_t>::max())},
+      {"--num-return-sequences", number<int32_t>(o.num_return_sequences, 1, std::numeric_limits<int32_t>::max())},
+      {"--length-penalty", number<float>(o.length_penalty, -kMaxFloat, kMaxFloat)},
+      {"--early-stopping",
+       [&o](const std::string& option, const std::string& value) {
+         if (value == "true") {
+           o.early_stopping = genai::EarlyStopping::kTrue;
+         } else if (value == "false") {
+           o.early_stopping = genai::EarlyStopping::kHeuristic;
+         } else if (value == "never") {
+           o.early_stopping = genai::EarlyStopping::kNever;
+         } else {
+           return OG_ERROR(option, " wants true, false or never, got '", value, "'");
+         }
+         return Status::ok();
+       }},
       {"--mask-at-capacity",
        [&o](const std::string& option, const std::string& value) {
          if (value != "on" && value != "off") return OG_ERROR(option, " wants on or off, got '", value, "'");

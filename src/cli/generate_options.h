@@ -5,6 +5,8 @@
 //   [--mask-at-capacity on|off]
 //   [--stream] [--stats] [--max-input-bytes N]
 //   [--json-schema FILE | --json-object | --regex RE]   (structured output, include/onnx_genai/constraints.h)
+//   [--num-beams N] [--length-penalty F] [--early-stopping true|false|never] [--num-return-sequences N]
+//                                                       (beam search, genai::BeamSearchParams)
 // Options take their value as the next argument or after '=' (--top-k=40).
 #pragma once
 
@@ -41,6 +43,9 @@ struct GenerateOptions {
   std::optional<std::string> json_schema_file;  // output valid under this JSON Schema
   bool json_object = false;                     // output any JSON object
   std::optional<std::string> regex;             // output matching this regex in full
+  std::optional<int32_t> num_beams, num_return_sequences;
+  std::optional<float> length_penalty;
+  std::optional<genai::EarlyStopping> early_stopping;
 
   // Any of the distribution flags asks for sampling (unless --greedy).
   bool asks_for_sampling() const { return temperature || top_p || min_p || top_k; }

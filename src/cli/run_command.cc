@@ -87,6 +87,9 @@ class ChatSession {
  public:
   ChatSession(const genai::Model& model, const ChatOptions& options) : model_(model), system_(options.system) {
     params_ = model.default_params();
+    // Replies stream as they are generated and later turns append to the cache: no beam search,
+    // whatever the package's num_beams.
+    params_.beam = {};
     if (options.greedy) params_.sampling.greedy = true;
     if (options.max_new_tokens) params_.max_new_tokens = *options.max_new_tokens;
   }

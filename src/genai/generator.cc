@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <numeric>
 
+#include "genai/beam_search.h"
 #include "genai/decoder_runner.h"
 #include "genai/constraint_processor.h"
 #include "genai/device_sampling.h"
@@ -48,6 +50,12 @@ Status check_params(const GeneratorParams& p, const ModelParts& model) {
   }
   if (!p.stop_strings.empty() && !model.tokenizer) {
     return OG_ERROR("generator: stop strings need the model's tokenizer.json, which the package lacks");
+  }
+  OG_RETURN_IF_ERROR(check_beam_params(p));
+  if (p.beam.num_beams > 1 && p.beam.early_stopping == EarlyStopping::kNever && p.beam.length_penalty > 0 &&
+      p.max_new_tokens == 0 && p.max_length == 0 && model.info.context_length == 0) {
+    return OG_ERROR("generator: early_stopping never with length_penalty > 0 scores running beams at the longest "
+                    "length allowed; set max_new_tokens or max_length (the model's config gives no context length)");
   }
   return Status::ok();
 }
@@ -117,18 +125,30 @@ struct Generator::Impl {
         runner(*parts.session, parts.io, parts.info.pad_token_id, parts.decode_mask_at_capacity) {}
 
   Status init_sequences();
+  Status init_beam_search();
   Status feed_pending();
   Status feed_rows(std::span<Sequence> rows, size_t first, int64_t chunk);
   Status sample_all();
+  Status beam_step();
+  int64_t beam_token_limit(size_t group) const;
+  Status finish_beam_group(size_t group);
   Status after_token(Sequence& row, int32_t token);
   Status finish(Sequence& row, FinishReason reason);
   bool is_eos(int32_t token) const;
   Status check_fits(int64_t added) const;
 
-  // Out-of-range sequence numbers read as an empty, unfinished sequence.
+  size_t beams_per_prompt() const { return static_cast<size_t>(params.beam.num_beams); }
+  size_t returned_per_prompt() const { return static_cast<size_t>(params.beam.num_return_sequences); }
+  size_t sequence_count() const { return beams ? beam_outputs.size() : rows.size(); }
+  // Out-of-range sequence numbers read as an empty, unfinished sequence. With beam search a
+  // returned sequence shows its running beam until its prompt's search is done.
   const Sequence& at(size_t sequence) const {
     static const Sequence kNoSequence;
-    return sequence < rows.size() ? rows[sequence] : kNoSequence;
+    if (sequence >= sequence_count()) return kNoSequence;
+    if (!beams) return rows[sequence];
+    const size_t group = sequence / returned_per_prompt();
+    return beams->done(group) ? beam_outputs[sequence]
+                              : rows[group * beams_per_prompt() + sequence % returned_per_prompt()];
   }
 
   const ModelParts& model;
@@ -138,6 +158,11 @@ struct Generator::Impl {
   std::vector<Sequence> rows;
   LastPositions last;  // each row's logits, or the graph's token for it
   GenerationStats stats;
+  // Beam search (params.beam.num_beams > 1): rows are the running beams, num_beams per prompt.
+  std::optional<BeamSearch> beams;
+  std::optional<BeamLogProbs> beam_log_probs;
+  std::vector<Sequence> beam_outputs;  // the returned hypotheses, once their prompt is done
+  std::vector<float> beam_rows;        // one group's processed log-probs
 };
 
 Result<std::unique_ptr<Generator>> Generator::create(const Model& model, const GeneratorParams& params) {
@@ -155,7 +180,7 @@ Result<std::unique_ptr<Generator>> Generator::create(const Model& model, const G
   KvCacheLayout layout;
   layout.entries = parts.io.kv.size();
   layout.dtype = parts.io.kv_dtype;
-  layout.batch = static_cast<int64_t>(fitted.prompts.size());
+  layout.batch = static_cast<int64_t>(fitted.prompts.size()) * fitted.beam.num_beams;
   layout.heads = parts.io.kv_heads;
   layout.head_size = parts.io.head_size;
   layout.shared = parts.io.shared_buffer;
@@ -172,18 +197,29 @@ Result<std::unique_ptr<Generator>> Generator::create(const Model& model, const G
 Status Generator::Impl::init_sequences() {
   const std::vector<std::vector<int32_t>>& prompts = params.prompts;
   const size_t widest = longest(prompts);
-  rows.resize(prompts.size());
-  last.logits.resize(prompts.size());
-  last.tokens.resize(prompts.size());
-  bool plain_argmax = true, device_sampling = true;
-  OG_ASSIGN_OR_RETURN(std::shared_ptr<CompiledConstraint> constraint, compile_constraint(model, params.constraint));
-  for (size_t b = 0; b < prompts.size(); ++b) {
-    Sequence& row = rows[b];
-    const size_t pads = model.io.right_padding ? 0 : widest - prompts[b].size();
+  // Beam search runs num_beams rows per prompt, each starting from the whole prompt.
+  const size_t per_prompt = beams_per_prompt();
+  rows.resize(prompts.size() * per_prompt);
+  last.logits.resize(rows.size());
+  last.tokens.resize(rows.size());
+  for (size_t r = 0; r < rows.size(); ++r) {
+    Sequence& row = rows[r];
+    const std::vector<int32_t>& prompt = prompts[r / per_prompt];
+    const size_t pads = model.io.right_padding ? 0 : widest - prompt.size();
     row.slots.assign(pads, kPadSlot);
-    row.slots.insert(row.slots.end(), prompts[b].begin(), prompts[b].end());
+    row.slots.insert(row.slots.end(), prompt.begin(), prompt.end());
     row.lead_pads = static_cast<int64_t>(pads);
     row.prompt_end = row.size();
+    // Beam rows trade places every step; a returned hypothesis's text is decoded when it is done.
+    if (model.tokenizer && per_prompt == 1) {
+      row.text.emplace(*model.tokenizer, params.stop_strings, params.skip_special_tokens);
+    }
+  }
+  if (per_prompt > 1) return init_beam_search();
+  bool plain_argmax = true, device_sampling = true;
+  OG_ASSIGN_OR_RETURN(std::shared_ptr<CompiledConstraint> constraint, compile_constraint(model, params.constraint));
+  for (size_t b = 0; b < rows.size(); ++b) {
+    Sequence& row = rows[b];
     SamplingParams sampling = params.sampling;
     if (sampling.seed) *sampling.seed += b;  // rows draw differently; row 0 matches a batch of one
     const int64_t min_new_tokens = params.ignore_eos ? 0 : params.min_new_tokens;
@@ -195,7 +231,6 @@ Status Generator::Impl::init_sequences() {
     OG_ASSIGN_OR_RETURN(Sampler sampler,
                         Sampler::create(sampling, static_cast<int32_t>(model.io.vocab_size), std::move(chain)));
     row.sampler.emplace(std::move(sampler));
-    if (model.tokenizer) row.text.emplace(*model.tokenizer, params.stop_strings, params.skip_special_tokens);
   }
   // When every row's token is the plain argmax, or a draw the graph can make, a device session
   // keeps the logits on the device and hands over the argmax (greedy_output.h) or the draw
@@ -236,7 +271,7 @@ Status Generator::Impl::feed_rows(std::span<Sequence> batch, size_t first, int64
       Sequence& row = batch[i];
       const int64_t fresh = std::min(row.size() - row.cached, chunk);
       // A token is sampled after the run that feeds a running row's last pending slot.
-      Sampler* sampler = !row.finished() && row.cached + fresh == row.size() ? &*row.sampler : nullptr;
+      Sampler* sampler = row.sampler && !row.finished() && row.cached + fresh == row.size() ? &*row.sampler : nullptr;
       run[i] = RunRow{row.slots, row.lead_pads, row.cached, fresh, sampler};
       width = std::max(width, run[i].fresh);
       for (int64_t j = row.cached; j < row.cached + run[i].fresh; ++j) real += row.slots[static_cast<size_t>(j)] != kPadSlot;
@@ -283,6 +318,7 @@ Status Generator::Impl::after_token(Sequence& row, int32_t token) {
 }
 
 Status Generator::Impl::sample_all() {
+  if (beams) return beam_step();
   const Clock::time_point start = Clock::now();
   for (size_t b = 0; b < rows.size(); ++b) {
     Sequence& row = rows[b];
@@ -301,6 +337,98 @@ Status Generator::Impl::sample_all() {
     OG_RETURN_IF_ERROR(after_token(row, row.slots.back()).with_context("sequence " + std::to_string(b)));
   }
   stats.sampling_seconds += seconds_since(start);
+  return Status::ok();
+}
+
+// The beams' tokens come from logits on the host; the search runs there, and the KV rows follow
+// it on the cache's own device (KvCache::gather_rows).
+Status Generator::Impl::init_beam_search() {
+  const std::vector<int32_t> no_eos;
+  const std::vector<int32_t>& eos = params.ignore_eos ? no_eos : model.info.eos_token_ids;
+  OG_ASSIGN_OR_RETURN(LogitProcessorChain chain,
+                      make_generation_chain(params.sampling, params.ignore_eos ? 0 : params.min_new_tokens, eos));
+  beam_log_probs.emplace(std::move(chain));
+  beams.emplace(params.beam, params.prompts.size(), eos, static_cast<int32_t>(model.io.vocab_size));
+  beam_outputs.resize(params.prompts.size() * returned_per_prompt());
+  runner.take_greedy_tokens(false);
+  runner.take_sampled_tokens(false, params.sampling);
+  return Status::ok();
+}
+
+// Tokens a prompt's beams may generate in all (0: no limit), the limits after_token applies.
+int64_t Generator::Impl::beam_token_limit(size_t group) const {
+  const Sequence& row = rows[group * beams_per_prompt()];
+  const int64_t prompt = row.prompt_end - row.lead_pads;
+  int64_t limit = params.max_new_tokens;
+  for (const int64_t total : {params.max_length, model.info.context_length}) {
+    if (total > 0) limit = std::min(limit > 0 ? limit : total, std::max<int64_t>(1, total - prompt));
+  }
+  return limit;
+}
+
+Status Generator::Impl::beam_step() {
+  const Clock::time_point start = Clock::now();
+  const size_t per_prompt = beams_per_prompt();
+  const auto vocab = static_cast<size_t>(model.io.vocab_size);
+  for (Sequence& output : beam_outputs) output.new_text.clear();
+  std::vector<int64_t> sources(rows.size());
+  std::iota(sources.begin(), sources.end(), 0);
+  beam_rows.resize(per_prompt * vocab);
+  for (size_t group = 0; group < params.prompts.size(); ++group) {
+    const size_t first = group * per_prompt;
+    if (beams->done(group)) {
+      for (size_t i = first; i < first + per_prompt; ++i) rows[i].slots.push_back(model.info.pad_token_id);  // filler
+      continue;
+    }
+    for (size_t i = 0; i < per_prompt; ++i) {
+      OG_RETURN_IF_ERROR(beam_log_probs->compute(last.logits[first + i], rows[first + i].history(),
+                                                 std::span(beam_rows).subspan(i * vocab, vocab)));
+    }
+    beams->step(group, beam_rows, beam_token_limit(group));
+    std::vector<std::vector<int32_t>> slots(per_prompt);
+    for (size_t i = 0; i < per_prompt; ++i) {
+      const auto parent = static_cast<size_t>(beams->parents(group)[i]);
+      slots[i] = rows[first + parent].slots;
+      slots[i].push_back(beams->running(group, i).back());
+      sources[first + i] = static_cast<int64_t>(first + parent);
+    }
+    for (size_t i = 0; i < per_prompt; ++i) rows[first + i].slots = std::move(slots[i]);
+    if (beams->done(group)) OG_RETURN_IF_ERROR(finish_beam_group(group));
+  }
+  OG_RETURN_IF_ERROR(cache.gather_rows(sources));
+  stats.sampling_seconds += seconds_since(start);
+  return Status::ok();
+}
+
+// The group's rows turn into filler; its best hypotheses become its returned sequences.
+Status Generator::Impl::finish_beam_group(size_t group) {
+  const size_t per_prompt = beams_per_prompt();
+  for (size_t i = group * per_prompt; i < (group + 1) * per_prompt; ++i) {
+    rows[i].end = rows[i].size();
+    rows[i].reason = FinishReason::kLength;
+  }
+  const std::vector<int32_t>& prompt = params.prompts[group];
+  const std::span<const BeamHypothesis> hypotheses = beams->hypotheses(group);
+  for (size_t k = 0; k < returned_per_prompt(); ++k) {
+    Sequence& output = beam_outputs[group * returned_per_prompt() + k];
+    output.slots = prompt;
+    output.prompt_end = static_cast<int64_t>(prompt.size());
+    output.end = output.size();
+    output.reason = FinishReason::kLength;
+    // Fewer hypotheses than asked for only when every continuation was -inf (all tokens banned).
+    if (k >= hypotheses.size()) continue;
+    const BeamHypothesis& hypothesis = hypotheses[k];
+    output.slots.insert(output.slots.end(), hypothesis.tokens.begin(), hypothesis.tokens.end());
+    output.end = output.size();
+    output.reason = hypothesis.eos ? FinishReason::kEos : FinishReason::kLength;
+    output.beam_score = hypothesis.score;
+    if (!model.tokenizer) continue;
+    // As the streamed text: without the eos that ended it.
+    const std::span<const int32_t> text_tokens =
+        std::span(hypothesis.tokens).first(hypothesis.tokens.size() - (hypothesis.eos ? 1 : 0));
+    OG_ASSIGN_OR_RETURN(output.new_text,
+                        model.tokenizer->decode(text_tokens, DecodeOptions{params.skip_special_tokens, {}}));
+  }
   return Status::ok();
 }
 
@@ -328,14 +456,15 @@ Status Generator::generate_next() {
 Status Generator::generate(const TextCallback& on_text) {
   while (!is_done()) {
     OG_RETURN_IF_ERROR(generate_next());
-    for (size_t b = 0; b < impl_->rows.size(); ++b) {
-      if (on_text && !impl_->rows[b].new_text.empty()) on_text(b, impl_->rows[b].new_text);
+    for (size_t b = 0; b < batch_size(); ++b) {
+      if (on_text && !new_text(b).empty()) on_text(b, new_text(b));
     }
   }
   return Status::ok();
 }
 
 Status Generator::append_tokens(std::span<const int32_t> tokens) {
+  if (impl_->beams) return OG_ERROR("append_tokens: not available with beam search (create another Generator)");
   if (tokens.empty()) return OG_ERROR("append_tokens: no tokens");
   OG_RETURN_IF_ERROR(check_token_ids(tokens, impl_->model.io.vocab_size, "append_tokens:"));
   OG_RETURN_IF_ERROR(impl_->check_fits(static_cast<int64_t>(tokens.size())));
@@ -352,6 +481,7 @@ Status Generator::append_tokens(std::span<const int32_t> tokens) {
 }
 
 Status Generator::rewind(size_t length) {
+  if (impl_->beams) return OG_ERROR("rewind: not available with beam search (create another Generator)");
   std::vector<Sequence>& rows = impl_->rows;
   int64_t longest = 0;
   for (const Sequence& row : rows) longest = std::max(longest, row.size() - row.lead_pads);
@@ -385,7 +515,7 @@ Status Generator::rewind(size_t length) {
   return impl_->cache.rewind(cached);
 }
 
-size_t Generator::batch_size() const { return impl_->rows.size(); }
+size_t Generator::batch_size() const { return impl_->sequence_count(); }
 bool Generator::is_done() const {
   return std::all_of(impl_->rows.begin(), impl_->rows.end(), [](const Sequence& row) { return row.finished(); });
 }
@@ -402,6 +532,7 @@ size_t Generator::cached_length(size_t sequence) const {
 }
 const std::string& Generator::new_text(size_t sequence) const { return impl_->at(sequence).new_text; }
 std::span<const SampledToken> Generator::logprobs(size_t sequence) const { return impl_->at(sequence).logprobs; }
+double Generator::beam_score(size_t sequence) const { return impl_->at(sequence).beam_score; }
 int64_t Generator::kv_capacity() const { return impl_->cache.capacity(); }
 int64_t Generator::kv_growths() const { return impl_->cache.growths(); }
 const GenerationStats& Generator::stats() const { return impl_->stats; }

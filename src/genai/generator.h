@@ -30,6 +30,7 @@ struct Sequence {
   std::optional<TextStream> text;  // when the model has a tokenizer
   std::string new_text;            // released by the last step
   std::vector<SampledToken> logprobs;
+  double beam_score = 0;           // a returned beam search hypothesis' score
 
   bool finished() const { return end >= 0; }
   int64_t size() const { return static_cast<int64_t>(slots.size()); }

@@ -1,6 +1,7 @@
 #include "genai/kv_cache.h"
 
 #include <algorithm>
+#include <deque>
 
 namespace onnx_genai::genai {
 
@@ -117,6 +118,75 @@ Status KvCache::rewind(int64_t length) {
     }
   }
   length_ = length;
+  return Status::ok();
+}
+
+Status KvCache::copy_row(int64_t dst, int64_t src) {
+  const int64_t positions = stride(), d = layout_.head_size;
+  const size_t pitch = bytes(positions * d);
+  for (size_t e = 0; e < current_.size(); ++e) {
+    const std::byte* from = src < 0 ? scratch_[e].get() : element(current_[e], src * row_elements(positions));
+    std::byte* to = dst < 0 ? scratch_[e].get() : element(current_[e], dst * row_elements(positions));
+    OG_RETURN_IF_ERROR(layout_.memory->copy_rows(to, pitch, from, pitch, bytes(length_ * d),
+                                                 static_cast<size_t>(layout_.heads)));
+  }
+  return Status::ok();
+}
+
+Status KvCache::gather_rows(std::span<const int64_t> sources) {
+  const auto rows = static_cast<size_t>(layout_.batch);
+  if (sources.size() != rows) return OG_ERROR("KV cache: gather wants ", rows, " sources, got ", sources.size());
+  for (const int64_t source : sources) {
+    if (source < 0 || source >= layout_.batch) return OG_ERROR("KV cache: gather source ", source, " is not a row");
+  }
+  if (length_ == 0) return Status::ok();
+  // A row may be overwritten once every other row that reads it has been written: start from the
+  // rows nobody reads, and let each write release its source.
+  std::vector<int64_t> readers(rows, 0);
+  for (size_t i = 0; i < rows; ++i) {
+    if (sources[i] != static_cast<int64_t>(i)) ++readers[static_cast<size_t>(sources[i])];
+  }
+  std::vector<bool> written(rows, false);
+  std::deque<size_t> ready;
+  for (size_t i = 0; i < rows; ++i) {
+    if (sources[i] != static_cast<int64_t>(i) && readers[i] == 0) ready.push_back(i);
+  }
+  while (!ready.empty()) {
+    const size_t i = ready.front();
+    ready.pop_front();
+    const auto source = static_cast<size_t>(sources[i]);
+    OG_RETURN_IF_ERROR(copy_row(static_cast<int64_t>(i), sources[i]));
+    written[i] = true;
+    if (--readers[source] == 0 && sources[source] != static_cast<int64_t>(source) && !written[source]) {
+      ready.push_back(source);
+    }
+  }
+  // What is left are cycles (each row read by exactly the next one): park one row, rotate the rest.
+  for (size_t start = 0; start < rows; ++start) {
+    if (written[start] || sources[start] == static_cast<int64_t>(start)) continue;
+    // One row per entry at the capacity's stride, which no layout's stride exceeds; kept across
+    // steps (a device allocation per step would synchronize the device).
+    if (scratch_capacity_ < capacity_) {
+      scratch_.clear();
+      Allocator& memory = *layout_.memory;
+      const size_t size = bytes(row_elements(capacity_));
+      for (size_t e = 0; e < current_.size(); ++e) {
+        auto* data = static_cast<std::byte*>(memory.allocate(size));
+        if (data == nullptr) return OG_ERROR("KV cache: cannot allocate ", size, " bytes of scratch to reorder rows");
+        scratch_.emplace_back(data, [&memory](std::byte* p) { memory.deallocate(p); });
+      }
+      scratch_capacity_ = capacity_;
+    }
+    OG_RETURN_IF_ERROR(copy_row(-1, static_cast<int64_t>(start)));
+    size_t row = start;
+    while (sources[row] != static_cast<int64_t>(start)) {
+      OG_RETURN_IF_ERROR(copy_row(static_cast<int64_t>(row), sources[row]));
+      written[row] = true;
+      row = static_cast<size_t>(sources[row]);
+    }
+    OG_RETURN_IF_ERROR(copy_row(static_cast<int64_t>(row), -1));
+    written[row] = true;
+  }
   return Status::ok();
 }
 

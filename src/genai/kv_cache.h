@@ -23,6 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "onnx_genai/status.h"
@@ -63,12 +64,20 @@ class KvCache {
   void advance(int64_t new_length);
   // Forgets positions >= `length` (no-op when already shorter).
   Status rewind(int64_t length);
+  // Beam search's reorder: batch row i takes row sources[i]'s stored positions (one entry per
+  // row; rows may share a source, a row no one names is dropped). In place, through the storage's
+  // allocator (so on the device for a device cache): only rows whose source differs are copied,
+  // and a cycle of rows trading places goes through one row of scratch.
+  Status gather_rows(std::span<const int64_t> sources);
 
  private:
   using Buffer = std::shared_ptr<std::byte>;
 
   explicit KvCache(const KvCacheLayout& layout) : layout_(layout) {}
   Result<Buffer> allocate(int64_t positions) const;
+  // Copies the stored positions of batch row `src` over row `dst` in every entry; -1 for either
+  // is scratch_ (laid out at the current stride).
+  Status copy_row(int64_t dst, int64_t src);
   int64_t row_elements(int64_t positions) const { return layout_.heads * positions * layout_.head_size; }
   std::byte* element(const Buffer& buffer, int64_t index) const;
   size_t bytes(int64_t elements) const { return static_cast<size_t>(dtype_storage_bytes(layout_.dtype, elements)); }
@@ -80,6 +89,8 @@ class KvCache {
   int64_t capacity_ = 0, length_ = 0, growths_ = 0;
   std::vector<Buffer> current_;  // one per entry
   std::vector<Buffer> next_;     // concatenated caches: where present goes
+  std::vector<Buffer> scratch_;  // gather_rows: one row per entry, made on first need
+  int64_t scratch_capacity_ = 0;  // the capacity scratch_ was sized for
 };
 
 }  // namespace onnx_genai::genai

@@ -147,6 +147,11 @@ GeneratorParams Model::default_params() const {
   params.max_new_tokens = search.max_new_tokens.value_or(0);
   params.min_new_tokens = search.min_new_tokens.value_or(0);
   params.max_length = search.max_length.value_or(0);
+  const auto to_int32 = [](int64_t value) { return static_cast<int32_t>(std::clamp<int64_t>(value, 1, INT32_MAX)); };
+  if (search.num_beams) params.beam.num_beams = to_int32(*search.num_beams);
+  if (search.num_return_sequences) params.beam.num_return_sequences = to_int32(*search.num_return_sequences);
+  if (search.length_penalty) params.beam.length_penalty = static_cast<float>(*search.length_penalty);
+  if (search.early_stopping) params.beam.early_stopping = *search.early_stopping;
   return params;
 }
 

@@ -54,7 +54,8 @@ Status read_search(const JsonFields& fields, SearchDefaults& search) {
   fill(search.do_sample, do_sample);
   for (const auto& [key, slot] : {std::pair{"temperature", &search.temperature}, std::pair{"top_p", &search.top_p},
                                   std::pair{"min_p", &search.min_p}, std::pair{"typical_p", &search.typical_p},
-                                  std::pair{"repetition_penalty", &search.repetition_penalty}}) {
+                                  std::pair{"repetition_penalty", &search.repetition_penalty},
+                                  std::pair{"length_penalty", &search.length_penalty}}) {
     OG_ASSIGN_OR_RETURN(auto value, fields.number(key));
     fill(*slot, value);
   }
@@ -64,6 +65,19 @@ Status read_search(const JsonFields& fields, SearchDefaults& search) {
         std::pair{"min_new_tokens", &search.min_new_tokens}}) {
     OG_ASSIGN_OR_RETURN(auto value, fields.integer(key, 0));
     fill(*slot, value);
+  }
+  for (const auto& [key, slot] :
+       {std::pair{"num_beams", &search.num_beams}, std::pair{"num_return_sequences", &search.num_return_sequences}}) {
+    OG_ASSIGN_OR_RETURN(auto value, fields.integer(key, 1));
+    fill(*slot, value);
+  }
+  // transformers' early_stopping is a bool or the string "never".
+  if (auto stopping = fields.boolean("early_stopping"); stopping.is_ok()) {
+    if (*stopping) fill(search.early_stopping, **stopping ? EarlyStopping::kTrue : EarlyStopping::kHeuristic);
+  } else {
+    OG_ASSIGN_OR_RETURN(auto text, fields.string("early_stopping"));
+    if (text != "never") return stopping.status();
+    fill(search.early_stopping, EarlyStopping::kNever);
   }
   return Status::ok();
 }

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "onnx_genai/genai.h"
 #include "onnx_genai/status.h"
 
 namespace onnx_genai::genai {
@@ -37,6 +38,9 @@ struct SearchDefaults {
   std::optional<double> temperature, top_p, min_p, typical_p, repetition_penalty;
   std::optional<int64_t> top_k, no_repeat_ngram_size;
   std::optional<int64_t> max_length, max_new_tokens, min_new_tokens;
+  std::optional<int64_t> num_beams, num_return_sequences;
+  std::optional<double> length_penalty;
+  std::optional<EarlyStopping> early_stopping;  // true, false or "never"
 };
 
 struct Package {

@@ -173,6 +173,50 @@ TEST_F(CApiGenerationTest, PaddedBatchMatchesTheCppApi) {
   EXPECT_EQ(finish(generator.get(), 2), reference({a, b}, nullptr));
 }
 
+// onnxruntime-genai's beam search layout: batch_size * num_return_sequences sequences, prompt p's
+// k-th best at p * num_return_sequences + k, the same as the C++ API's.
+TEST_F(CApiGenerationTest, BeamSearchMatchesTheCppApi) {
+  const std::vector<int32_t> a = encode("The Lord is my shepherd"), b = encode("In the beginning");
+  SequencesPtr prompts;
+  OgaSequences* s = nullptr;
+  ASSERT_EQ(message(OgaCreateSequences(&s)), "");
+  prompts.reset(s);
+  ASSERT_EQ(message(OgaAppendTokenSequence(a.data(), a.size(), s)), "");
+  ASSERT_EQ(message(OgaAppendTokenSequence(b.data(), b.size(), s)), "");
+  const auto p = params({{"batch_size", 2}, {"max_length", 20}, {"num_beams", 3}, {"num_return_sequences", 2},
+                         {"length_penalty", 0.8}});
+  ASSERT_EQ(message(OgaGeneratorParamsSetSearchBool(p.get(), "early_stopping", false)), "");
+  OgaGenerator* raw = nullptr;
+  ASSERT_EQ(message(OgaCreateGenerator(model_, p.get(), &raw)), "");
+  GeneratorPtr g(raw);
+  ASSERT_EQ(message(OgaGenerator_AppendTokenSequences(g.get(), s)), "");
+  OgaTensor* logits = nullptr;
+  EXPECT_NE(message(OgaGenerator_GetLogits(g.get(), &logits)).find("not available with beam search"), std::string::npos);
+  ASSERT_EQ(message(OgaGenerator_GenerateNextToken(g.get())), "");
+  const int32_t* next = nullptr;
+  size_t count = 0;
+  ASSERT_EQ(message(OgaGenerator_GetNextTokens(g.get(), &next, &count)), "");
+  EXPECT_EQ(count, 4u);
+  EXPECT_NE(message(OgaGenerator_RewindTo(g.get(), 3)).find("not available with beam search"), std::string::npos);
+  const auto got = finish(g.get(), 4);
+
+  genai::GeneratorParams want = cpp_->default_params();
+  want.sampling.greedy = true;
+  want.max_new_tokens = 0;
+  want.max_length = 20;
+  want.beam = {3, 0.8f, genai::EarlyStopping::kHeuristic, 2};
+  want.prompts = {a, b};
+  auto cpp = genai::Generator::create(*cpp_, want);
+  ASSERT_TRUE(cpp.is_ok()) << cpp.status().message();
+  ASSERT_TRUE((*cpp)->generate(nullptr).is_ok());
+  ASSERT_EQ((*cpp)->batch_size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    const auto tokens = (*cpp)->tokens(i);
+    EXPECT_EQ(got[i], std::vector<int32_t>(tokens.begin(), tokens.end())) << "sequence " << i;
+  }
+  EXPECT_EQ(sequence(g.get(), 4), std::vector<int32_t>{});
+}
+
 TEST_F(CApiGenerationTest, LogitsAreTheRowTheNextTokenIsPickedFrom) {
   const std::vector<int32_t> prompt = encode("Blessed are the meek");
   // Without penalties the greedy token is the raw row's argmax (lowest id on ties).

@@ -162,8 +162,18 @@ TEST_F(CApiInputTest, SearchOptionsAreChecked) {
   EXPECT_TRUE(fails_with(OgaGeneratorParamsSetSearchNumber(p.get(), "max_length", 0.0 / 0.0), "max_length must be in"));
   EXPECT_TRUE(fails_with(OgaGeneratorParamsSetSearchNumber(p.get(), "batch_size", 1e9), "batch_size must be in"));
   ASSERT_EQ(message(OgaGeneratorParamsSetSearchNumber(p.get(), "num_beams", 4)), "");
+  ASSERT_EQ(message(OgaGeneratorParamsSetSearchNumber(p.get(), "num_return_sequences", 5)), "");
   OgaGenerator* g = nullptr;
-  EXPECT_TRUE(fails_with(OgaCreateGenerator(model_, p.get(), &g), "beam search"));
+  EXPECT_TRUE(fails_with(OgaCreateGenerator(model_, p.get(), &g), "num_return_sequences must be in [1, num_beams 4], got 5"));
+  EXPECT_EQ(g, nullptr);
+  ASSERT_EQ(message(OgaGeneratorParamsSetSearchNumber(p.get(), "num_return_sequences", 2)), "");
+  ASSERT_EQ(message(OgaGeneratorParamsSetSearchBool(p.get(), "do_sample", true)), "");
+  EXPECT_TRUE(fails_with(OgaCreateGenerator(model_, p.get(), &g), "beam search (num_beams 4) cannot be combined with sampling"));
+  ASSERT_EQ(message(OgaGeneratorParamsSetSearchBool(p.get(), "do_sample", false)), "");
+  ASSERT_EQ(message(OgaGeneratorParamsSetSearchNumber(p.get(), "diversity_penalty", 0.5)), "");
+  EXPECT_TRUE(fails_with(OgaCreateGenerator(model_, p.get(), &g), "group beam search"));
+  ASSERT_EQ(message(OgaGeneratorParamsSetSearchNumber(p.get(), "diversity_penalty", 0)), "");
+  EXPECT_TRUE(fails_with(OgaGeneratorParamsSetSearchNumber(p.get(), "num_beams", 0), "num_beams must be in"));
   EXPECT_EQ(g, nullptr);
 }
 

@@ -129,6 +129,25 @@ TEST_F(CliGenerate, SeededSamplingRepeats) {
   EXPECT_EQ(a.out, b.out);
 }
 
+// --num-beams prints the API's beam search hypotheses, best first, each ending in a newline.
+TEST_F(CliGenerate, BeamSearchPrintsTheApisHypotheses) {
+  const CommandResult r = cli(shell_quote(dir_.string()) + " --prompt 'the end' --max-new-tokens 8 --num-beams 3 "
+                              "--num-return-sequences 2 --length-penalty 0.5 --early-stopping never --stream");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto model = genai::Model::load(dir_.string());
+  ASSERT_TRUE(model.is_ok()) << model.status().message();
+  genai::GeneratorParams params = (*model)->default_params();
+  params.max_new_tokens = 8;
+  params.beam = {3, 0.5f, genai::EarlyStopping::kNever, 2};
+  params.prompts = {(*model)->encode("the end").value()};
+  auto generator = genai::Generator::create(**model, params);
+  ASSERT_TRUE(generator.is_ok()) << generator.status().message();
+  std::string want;
+  ASSERT_TRUE((*generator)->generate([&](size_t, std::string_view text) { want += std::string(text) + "\n"; }).is_ok());
+  EXPECT_EQ(r.out, want);
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 2) << r.out;
+}
+
 TEST_F(CliGenerate, BadInputExitsTwoWithOneLine) {
   const std::string model = shell_quote(dir_.string());
   expect_bad_input(model + " --prompt hi --bogus", "unknown option '--bogus'");
@@ -137,6 +156,12 @@ TEST_F(CliGenerate, BadInputExitsTwoWithOneLine) {
   expect_bad_input(model + " --prompt hi --greedy=yes", "--greedy takes no value");
   expect_bad_input(model + " --prompt \"$(printf 'ab\\377')\"", "the prompt is not valid UTF-8 (byte 2)");
   expect_bad_input(model + " --prompt hi --system x", "--system needs --chat");
+  expect_bad_input(model + " --prompt hi --num-beams 0", "--num-beams wants an integer in [1, ");
+  expect_bad_input(model + " --prompt hi --num-beams 2 --num-return-sequences 3",
+                   "num_return_sequences must be in [1, num_beams 2], got 3");
+  expect_bad_input(model + " --prompt hi --num-beams 2 --temperature 0.7",
+                   "beam search (num_beams 2) cannot be combined with sampling");
+  expect_bad_input(model + " --prompt hi --early-stopping maybe", "--early-stopping wants true, false or never");
   expect_bad_input(model, "generator: prompt 0 is empty");  // stdin is /dev/null
   expect_bad_input(model + " --prompt hi --device tpu", "--device: device 'tpu': expected cpu, cuda or cuda:N");
   // A GPU this process cannot use: the reason, naming the device (the CUDA build's tests cover

@@ -118,6 +118,29 @@ TEST_P(KvCacheLayouts, GrowsGeometricallyKeepingPositions) {
   }
 }
 
+// Beam search's reorder: a swap (a cycle, through scratch), then both rows from one source; the
+// cache keeps growing and holding the reordered rows after.
+TEST_P(KvCacheLayouts, GathersRowsInPlace) {
+  KvCacheOptions options;
+  options.initial_capacity = 4;
+  auto cache = KvCache::create(small_layout(GetParam()), options);
+  ASSERT_TRUE(cache.is_ok());
+  std::vector<Rows> expected = empty_rows();
+  write_step(*cache, expected, 3);
+  for (const std::vector<int64_t>& sources : {std::vector<int64_t>{1, 0}, std::vector<int64_t>{1, 1}}) {
+    ASSERT_TRUE(cache->gather_rows(sources).is_ok());
+    for (Rows& entry : expected) {
+      const Rows before = entry;
+      for (size_t b = 0; b < entry.size(); ++b) entry[b] = before[static_cast<size_t>(sources[b])];
+    }
+    expect_holds(*cache, expected);
+    write_step(*cache, expected, 1);
+  }
+  expect_holds(*cache, expected);
+  EXPECT_FALSE(cache->gather_rows(std::vector<int64_t>{0}).is_ok());
+  EXPECT_FALSE(cache->gather_rows(std::vector<int64_t>{0, 2}).is_ok());
+}
+
 TEST_P(KvCacheLayouts, FixedStrideWhileNotGrowing) {
   KvCacheOptions options;
   options.initial_capacity = 32;

@@ -1,5 +1,5 @@
 """What a user of onnxruntime_genai writes, run against onnx_genai: a generation loop, a padded
-batch, a streamed chat, seeded sampling, rewind, logits read and replaced. The text is held to
+batch, a streamed chat, seeded sampling, beam search, rewind, logits read and replaced. The text is held to
 the CLI's for the same settings (the CLI drives the C++ API directly)."""
 
 import numpy as np
@@ -31,6 +31,23 @@ def test_greedy_loop_matches_the_cli(model, tokenizer, cli):
     assert sequence.dtype == np.int32 and len(sequence) == 40 == generator.token_count()
     assert text == cli("generate", MODEL_DIR, "--prompt", PROMPT, "--greedy", "--max-new-tokens", str(40 - prompt_tokens))
     assert tokenizer.decode(sequence[prompt_tokens:]) == text
+
+
+def test_beam_search_matches_the_cli(model, tokenizer, cli):
+    prompt = tokenizer.encode(PROMPT)
+    params = og.GeneratorParams(model)
+    params.set_search_options(max_length=len(prompt) + 10, num_beams=4, num_return_sequences=2, length_penalty=0.7,
+                              early_stopping=False)
+    generator = og.Generator(model, params)
+    generator.append_tokens(prompt)
+    while not generator.is_done():
+        generator.generate_next_token()
+        assert len(generator.get_next_tokens()) == 2  # batch_size * num_return_sequences
+    texts = [tokenizer.decode(generator.get_sequence(i)[len(prompt):]) for i in range(2)]
+    assert "\n".join(texts) == cli("generate", MODEL_DIR, "--prompt", PROMPT, "--max-new-tokens", "10", "--num-beams", "4",
+                                   "--num-return-sequences", "2", "--length-penalty", "0.7", "--early-stopping", "false")
+    with pytest.raises(RuntimeError, match="not available with beam search"):
+        generator.get_logits()
 
 
 def test_config_overlay_and_providers(tokenizer):
@@ -135,8 +152,11 @@ def test_errors_carry_the_library_message(model):
     params = og.GeneratorParams(model)
     with pytest.raises(RuntimeError, match="unknown search option 'top_q'"):
         params.set_search_options(top_q=0.5)
-    params.set_search_options(num_beams=2)
-    with pytest.raises(RuntimeError, match="beam search"):
+    params.set_search_options(num_beams=2, do_sample=True)
+    with pytest.raises(RuntimeError, match=r"beam search \(num_beams 2\) cannot be combined with sampling"):
+        og.Generator(model, params)
+    params.set_search_options(do_sample=False, num_return_sequences=3)
+    with pytest.raises(RuntimeError, match=r"num_return_sequences must be in \[1, num_beams 2\], got 3"):
         og.Generator(model, params)
     generator = og.Generator(model, og.GeneratorParams(model))
     with pytest.raises(RuntimeError, match="outside the vocabulary"):
