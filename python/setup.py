@@ -17,7 +17,7 @@ setup(
     version="@PROJECT_VERSION@",
     description="onnxruntime_genai's Python API over onnx-genai's runtime",
     packages=["onnx_genai"],
-    package_data={"onnx_genai": ["*.so", "*.so.*"]},
+    package_data={"onnx_genai": ["*.so", "*.so.*", "onnx-genai"]},
     install_requires=["numpy"],
     distclass=BinaryDistribution,
     zip_safe=False,
