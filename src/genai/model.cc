@@ -162,7 +162,9 @@ Result<std::vector<int32_t>> Model::encode(std::string_view text) const {
 
 Result<std::vector<int32_t>> Model::encode_chat(const ChatRequest& request) const {
   if (!impl_->tokenizer) return OG_ERROR(impl_->package.dir.string(), ": the model has no tokenizer.json");
-  if (!impl_->chat_templates) impl_->chat_templates.emplace(ChatTemplates::load(impl_->package.dir.string()));
+  // Once, whichever thread asks first: the server encodes chats from many threads.
+  std::call_once(impl_->chat_templates_once,
+                 [&] { impl_->chat_templates.emplace(ChatTemplates::load(impl_->package.dir.string())); });
   const Result<ChatTemplates>& templates = *impl_->chat_templates;
   if (!templates.is_ok()) return templates.status();
   OG_ASSIGN_OR_RETURN(std::string prompt, templates->apply(request));

@@ -29,6 +29,7 @@ struct ModelParts {
   int64_t kv_block_size = 0;
   std::unique_ptr<Tokenizer> tokenizer;
   // Loaded on first use: a package may have a template that only --chat needs.
+  mutable std::once_flag chat_templates_once;
   mutable std::optional<Result<ChatTemplates>> chat_templates;
   // Token bytes for constraints (genai/constraint_processor.h), prepared on first use.
   mutable std::once_flag constraint_vocabulary_once;
