@@ -123,8 +123,8 @@ std::optional<json> HttpServer::Impl::read_json(const httplib::Request& req, htt
 }
 
 std::optional<ApiError> HttpServer::Impl::check_model(const json& body) const {
-  const auto model = body.is_object() ? body.find("model") : body.end();
-  if (model == body.end() || model->is_null()) return std::nullopt;
+  const json* model = member(body, "model");
+  if (!model) return std::nullopt;
   if (!model->is_string()) return ApiError{400, "model: expected a string", "model", ""};
   if (*model == options.served_model_name) return std::nullopt;
   return ApiError{404, "The model '" + model->get<std::string>() + "' does not exist; this server serves '" +
@@ -247,17 +247,17 @@ void HttpServer::Impl::tokenize(const httplib::Request& req, httplib::Response& 
   if (!body) return;
   if (auto error = check_model(*body)) return send_error(res, *error);
   std::vector<int32_t> ids;
-  const auto prompt = body->is_object() ? body->find("prompt") : body->end();
-  if (prompt != body->end() && prompt->is_string()) {
+  const json* prompt = member(*body, "prompt");
+  if (prompt && prompt->is_string()) {
     const Tokenizer* tokenizer = loop.model().tokenizer();
     if (!tokenizer) return send_error(res, ApiError{400, "the model has no tokenizer"});
-    const auto special = body->find("add_special_tokens");
+    const json* special = member(*body, "add_special_tokens");
     EncodeOptions encode;
-    encode.add_special_tokens = special == body->end() || !special->is_boolean() || special->get<bool>();
+    encode.add_special_tokens = !special || !special->is_boolean() || special->get<bool>();
     Result<std::vector<int32_t>> encoded = tokenizer->encode(prompt->get<std::string>(), encode);
     if (!encoded) return send_error(res, ApiError{400, "prompt: " + encoded.status().message(), "prompt"});
     ids = std::move(*encoded);
-  } else if (body->is_object() && body->contains("messages")) {
+  } else if (member(*body, "messages")) {
     JobResult parsed = parse_chat_request(*body, loop.model());
     if (const ApiError* error = std::get_if<ApiError>(&parsed)) return send_error(res, *error);
     ids = std::move(std::get<GenerationJob>(parsed).prompts[0]);
@@ -271,10 +271,10 @@ void HttpServer::Impl::detokenize(const httplib::Request& req, httplib::Response
   std::optional<json> body = read_json(req, res);
   if (!body) return;
   if (auto error = check_model(*body)) return send_error(res, *error);
-  const auto tokens = body->is_object() ? body->find("tokens") : body->end();
+  const json* tokens = member(*body, "tokens");
   const int64_t vocab = loop.model().info().vocab_size;
   std::vector<int32_t> ids;
-  if (tokens == body->end() || !tokens->is_array()) return send_error(res, ApiError{400, "tokens: expected a list of token ids", "tokens"});
+  if (!tokens || !tokens->is_array()) return send_error(res, ApiError{400, "tokens: expected a list of token ids", "tokens"});
   for (const json& id : *tokens) {
     if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= vocab) {
       return send_error(res, ApiError{400, "tokens: ids must be integers in [0, " + std::to_string(vocab) + "), got " + dump(id), "tokens"});

@@ -21,23 +21,13 @@ std::string brief(const json& value) {
   return text.size() > 40 ? text.substr(0, 37) + "..." : text;
 }
 
-// `object`[key] when `object` is an object holding a non-null `key`; else null.
-const json* member(const json& object, const char* key) {
-  if (!object.is_object()) return nullptr;
-  const auto it = object.find(key);
-  return it == object.end() || it->is_null() ? nullptr : &*it;
-}
-
 // Reads the body's fields, keeping the first error. A missing or null field leaves the target as
 // it was.
 class FieldReader {
  public:
   explicit FieldReader(const json& body) : body_(body) {}
 
-  const json* get(const char* name) const {
-    auto it = body_.find(name);
-    return it == body_.end() || it->is_null() ? nullptr : &*it;
-  }
+  const json* get(const char* name) const { return member(body_, name); }
   void fail(const std::string& param, const std::string& message) {
     if (!error) error = ApiError{400, param + ": " + message, param, ""};
   }
@@ -262,6 +252,12 @@ std::optional<ConstraintSpec> response_format(FieldReader& f) {
 }
 
 }  // namespace
+
+const json* member(const json& object, const char* key) {
+  if (!object.is_object()) return nullptr;
+  const auto it = object.find(key);
+  return it == object.end() || it->is_null() ? nullptr : &*it;
+}
 
 nlohmann::json error_body(const ApiError& error) {
   const char* type = error.status == 401   ? "authentication_error"

@@ -29,6 +29,10 @@ struct ApiError {
   std::string code;   // e.g. "model_not_found"; empty when none
 };
 
+// `object`[key] when `object` is an object holding a non-null `key`; else null (a field that is
+// null counts as absent).
+const nlohmann::json* member(const nlohmann::json& object, const char* key);
+
 // {"error": {"message", "type", "param", "code"}}; type from the status as OpenAI names them.
 nlohmann::json error_body(const ApiError& error);
 
