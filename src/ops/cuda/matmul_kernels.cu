@@ -13,8 +13,6 @@
 // inputs) or accumulates in 16 bits, and split-K partial sums only in f32 workspace (no
 // reduction in the output type, nor "in place" with atomics, which is also run-to-run
 // nondeterministic). Y is written in place (C == D), the layout every algorithm supports.
-#include <cublasLt.h>
-
 #include <algorithm>
 #include <array>
 #include <map>
@@ -25,6 +23,7 @@
 
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/memory.h"
+#include "ops/cuda/cublaslt_library.h"
 #include "ops/cuda/device_types.cuh"
 #include "ops/cuda/matmul_kernels.h"
 
@@ -41,9 +40,13 @@ constexpr uint64_t kMaxWorkspaceBytes = 32ull << 20;
 // run() round the pointer up.
 constexpr size_t kWorkspaceAlignment = 256;
 
+// The opened library. Only called once shared_lt_handle has succeeded, which opened it: every
+// other cuBLASLt call of a plan comes after its handle.
+const CublasLtLibrary& lt() { return *cublas_lt_library().value(); }
+
 Status lt_status(cublasStatus_t status, const char* what) {
   if (status == CUBLAS_STATUS_SUCCESS) return Status::ok();
-  return OG_ERROR(what, ": ", cublasLtGetStatusName(status), " (", cublasLtGetStatusString(status), ")");
+  return OG_ERROR(what, ": ", lt().status_name(status), " (", lt().status_string(status), ")");
 }
 
 // One cuBLASLt handle per device, shared by the plans on it and destroyed with the last one.
@@ -55,7 +58,7 @@ struct LtHandle {
   LtHandle(const LtHandle&) = delete;
   LtHandle& operator=(const LtHandle&) = delete;
   ~LtHandle() {
-    if (handle != nullptr) (void)cublasLtDestroy(handle);
+    if (handle != nullptr) (void)lt().destroy(handle);
   }
 };
 
@@ -65,8 +68,9 @@ Result<std::shared_ptr<const LtHandle>> shared_lt_handle(int device) {
   static std::array<std::weak_ptr<const LtHandle>, kMaxDevices> handles;
   const std::lock_guard<std::mutex> lock(mutex);
   if (std::shared_ptr<const LtHandle> existing = handles[static_cast<size_t>(device)].lock()) return existing;
+  OG_RETURN_IF_ERROR(cublas_lt_library().status());
   auto made = std::make_shared<LtHandle>();
-  OG_RETURN_IF_ERROR(lt_status(cublasLtCreate(&made->handle), "cublasLtCreate"));
+  OG_RETURN_IF_ERROR(lt_status(lt().create(&made->handle), "cublasLtCreate"));
   handles[static_cast<size_t>(device)] = made;
   return std::shared_ptr<const LtHandle>(std::move(made));
 }
@@ -90,12 +94,12 @@ uint32_t kept_alignment(std::span<const int64_t> offsets, int64_t stride, size_t
 
 template <typename T>
 Status set_attribute(cublasLtMatrixLayout_t layout, cublasLtMatrixLayoutAttribute_t attr, T value) {
-  return lt_status(cublasLtMatrixLayoutSetAttribute(layout, attr, &value, sizeof(value)), "cublasLtMatrixLayoutSetAttribute");
+  return lt_status(lt().matrix_layout_set_attribute(layout, attr, &value, sizeof(value)), "cublasLtMatrixLayoutSetAttribute");
 }
 
 template <typename T>
 Status set_attribute(cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenceAttributes_t attr, T value) {
-  return lt_status(cublasLtMatmulPreferenceSetAttribute(pref, attr, &value, sizeof(value)),
+  return lt_status(lt().preference_set_attribute(pref, attr, &value, sizeof(value)),
                    "cublasLtMatmulPreferenceSetAttribute");
 }
 
@@ -103,7 +107,7 @@ Status set_attribute(cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenceAt
 Status init_layout(cublasLtMatrixLayoutOpaque_t& layout, cudaDataType_t type, int64_t rows, int64_t cols, int64_t ld,
                    int64_t batch, int64_t stride) {
   OG_RETURN_IF_ERROR(lt_status(
-      cublasLtMatrixLayoutInit(&layout, type, static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), ld),
+      lt().matrix_layout_init(&layout, sizeof(layout), type, static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), ld),
       "cublasLtMatrixLayoutInit"));
   OG_RETURN_IF_ERROR(set_attribute(&layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, static_cast<int32_t>(batch)));
   return set_attribute(&layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, stride);
@@ -173,12 +177,12 @@ struct CublasLtGemm::State {
 Status CublasLtGemm::State::init_descriptors() {
   const GemmProblem& p = problem;
   OG_ASSIGN_OR_RETURN(const cudaDataType_t type, lt_type(p.dtype));
-  OG_RETURN_IF_ERROR(lt_status(cublasLtMatmulDescInit(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescInit"));
+  OG_RETURN_IF_ERROR(lt_status(lt().matmul_desc_init(&op, sizeof(op), CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescInit"));
   const cublasOperation_t op_b = p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_a = p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-  OG_RETURN_IF_ERROR(lt_status(cublasLtMatmulDescSetAttribute(&op, CUBLASLT_MATMUL_DESC_TRANSA, &op_b, sizeof(op_b)),
+  OG_RETURN_IF_ERROR(lt_status(lt().matmul_desc_set_attribute(&op, CUBLASLT_MATMUL_DESC_TRANSA, &op_b, sizeof(op_b)),
                                "cublasLtMatmulDescSetAttribute"));
-  OG_RETURN_IF_ERROR(lt_status(cublasLtMatmulDescSetAttribute(&op, CUBLASLT_MATMUL_DESC_TRANSB, &op_a, sizeof(op_a)),
+  OG_RETURN_IF_ERROR(lt_status(lt().matmul_desc_set_attribute(&op, CUBLASLT_MATMUL_DESC_TRANSB, &op_a, sizeof(op_a)),
                                "cublasLtMatmulDescSetAttribute"));
   // See the table at the top: our B is cuBLASLt's A, our A its B.
   OG_RETURN_IF_ERROR(p.trans_b ? init_layout(b_layout, type, p.k, p.n, p.k, p.batch, p.b_stride)
@@ -194,7 +198,7 @@ Result<std::vector<Algorithm>> CublasLtGemm::State::ranked_algorithms(const Alig
                          p.a_stride, p.b_stride, alignments.a, alignments.b, alignments.y};
   if (std::optional<std::vector<Algorithm>> cached = heuristic_cache().find(key)) return *std::move(cached);
   cublasLtMatmulPreferenceOpaque_t pref{};
-  OG_RETURN_IF_ERROR(lt_status(cublasLtMatmulPreferenceInit(&pref), "cublasLtMatmulPreferenceInit"));
+  OG_RETURN_IF_ERROR(lt_status(lt().preference_init(&pref, sizeof(pref)), "cublasLtMatmulPreferenceInit"));
   OG_RETURN_IF_ERROR(set_attribute(&pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, kMaxWorkspaceBytes));
   OG_RETURN_IF_ERROR(set_attribute(&pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
                                    static_cast<uint32_t>(CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE)));
@@ -210,7 +214,7 @@ Result<std::vector<Algorithm>> CublasLtGemm::State::ranked_algorithms(const Alig
   OG_RETURN_IF_ERROR(set_attribute(&pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignments.y));
   std::array<cublasLtMatmulHeuristicResult_t, kMaxCandidates> results{};
   int returned = 0;
-  OG_RETURN_IF_ERROR(lt_status(cublasLtMatmulAlgoGetHeuristic(handle->handle, &op, &b_layout, &a_layout, &y_layout,
+  OG_RETURN_IF_ERROR(lt_status(lt().algo_get_heuristic(handle->handle, &op, &b_layout, &a_layout, &y_layout,
                                                               &y_layout, &pref, kMaxCandidates, results.data(), &returned),
                                "cublasLtMatmulAlgoGetHeuristic"));
   std::vector<Algorithm> ranked;
@@ -294,7 +298,7 @@ Status CublasLtGemm::run(const void* a, const void* b, void* y, void* workspace,
     const char* ag = a_bytes + static_cast<size_t>(p.a_offsets[g]) * bytes;
     const char* bg = b_bytes + static_cast<size_t>(p.b_offsets[g]) * bytes;
     char* yg = y_bytes + g * y_call_bytes;
-    OG_RETURN_IF_ERROR(lt_status(cublasLtMatmul(s.handle->handle, &s.op, &alpha, bg, &s.b_layout, ag, &s.a_layout, &beta,
+    OG_RETURN_IF_ERROR(lt_status(lt().matmul(s.handle->handle, &s.op, &alpha, bg, &s.b_layout, ag, &s.a_layout, &beta,
                                                 yg, &s.y_layout, yg, &s.y_layout, &algo.algo, scratch,
                                                 algo.workspace_bytes, static_cast<cudaStream_t>(stream)),
                                  "cublasLtMatmul"));
@@ -308,7 +312,7 @@ template <typename T>
 int64_t algo_config(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attr) {
   T value{};
   size_t written = 0;
-  const cublasStatus_t status = cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &value, sizeof(value), &written);
+  const cublasStatus_t status = lt().algo_config_get_attribute(&algo, attr, &value, sizeof(value), &written);
   return status == CUBLAS_STATUS_SUCCESS ? static_cast<int64_t>(value) : -1;
 }
 
