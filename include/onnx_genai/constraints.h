@@ -41,6 +41,9 @@ enum class ConstraintKind {
 struct ConstraintSpec {
   ConstraintKind kind = ConstraintKind::kJsonSchema;
   std::string text;
+  // JSON kinds: at most one space between tokens, no newlines, instead of up to 32 whitespace
+  // characters. For output a program reads (a forced tool call): no tokens spent on layout.
+  bool compact_json = false;
 };
 
 // A tokenizer's vocabulary as bytes (a trie); build once per model and share.

@@ -26,8 +26,11 @@ std::vector<char32_t> code_points(const std::string& s) {
 Symbol JsonGrammar::ws() {
   if (ws_ < 0) {
     ByteSet space;
-    for (const char c : {' ', '\t', '\n', '\r'}) space.set(static_cast<uint8_t>(c));
-    ws_ = g_.repeat("ws", g_.bytes(space), 0, kMaxWhitespace);
+    space.set(static_cast<uint8_t>(' '));
+    if (!compact_) {
+      for (const char c : {'\t', '\n', '\r'}) space.set(static_cast<uint8_t>(c));
+    }
+    ws_ = g_.repeat("ws", g_.bytes(space), 0, compact_ ? 1 : kMaxWhitespace);
   }
   return R::ref(ws_);
 }

@@ -22,7 +22,8 @@ class JsonGrammar {
   // still fits pretty-printed JSON nested a dozen levels deep at two spaces.
   static constexpr int64_t kMaxWhitespace = 32;
 
-  explicit JsonGrammar(GrammarBuilder& g) : g_(g) {}
+  // `compact`: whitespace between tokens is at most one space.
+  JsonGrammar(GrammarBuilder& g, bool compact) : g_(g), compact_(compact) {}
 
   Symbol ws();
   Symbol any_value();
@@ -62,6 +63,7 @@ class JsonGrammar {
   int32_t unsigned_decimal(uint64_t lo, bool lo_exclusive, std::optional<uint64_t> hi, bool hi_exclusive);
 
   GrammarBuilder& g_;
+  bool compact_;
   int32_t ws_ = -1, value_ = -1, object_ = -1, char_ = -1, number_ = -1;
 };
 

@@ -397,7 +397,7 @@ Result<Grammar> compile_json_schema(std::string_view schema_text, const JsonSche
     else if (uri.find("2020-12") != std::string::npos) draft = SchemaDraft::k2020_12;
     else return OG_ERROR("json schema: unsupported \"$schema\" \"", uri, "\" (draft 2020-12 and draft-07 are)");
   }
-  SchemaCompiler compiler(root, draft);
+  SchemaCompiler compiler(root, draft, options.compact);
   OG_ASSIGN_OR_RETURN(const Symbol start, compiler.compile(root, "", 0));
   // No whitespace around the value: a JSON text allows it, but a model should not spend tokens on it.
   GrammarBuilder& g = compiler.builder();
@@ -406,9 +406,9 @@ Result<Grammar> compile_json_schema(std::string_view schema_text, const JsonSche
   return g.build(text);
 }
 
-Result<Grammar> any_json_object_grammar() {
+Result<Grammar> any_json_object_grammar(bool compact) {
   GrammarBuilder g;
-  JsonGrammar json(g);
+  JsonGrammar json(g, compact);
   const int32_t text = g.new_rule("json object text");
   g.add_alt(text, {json.any_object()});
   return g.build(text);

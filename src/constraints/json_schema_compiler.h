@@ -31,7 +31,7 @@ class SchemaCompiler {
   // state per subset of the properties present); larger ones take them in schema order.
   static constexpr size_t kMaxAnyOrderProperties = 6;
 
-  SchemaCompiler(const OrderedJson& root, SchemaDraft draft) : root_(root), draft_(draft), json_(g_) {}
+  SchemaCompiler(const OrderedJson& root, SchemaDraft draft, bool compact) : root_(root), draft_(draft), json_(g_, compact) {}
 
   Result<Symbol> compile(const OrderedJson& schema, const std::string& pointer, int depth);
   GrammarBuilder& builder() { return g_; }

@@ -69,10 +69,10 @@ Result<std::shared_ptr<CompiledConstraint>> CompiledConstraint::compile(
   Result<constraints::Grammar> grammar = OG_ERROR("constraint: unknown kind");
   switch (spec.kind) {
     case ConstraintKind::kJsonSchema:
-      grammar = constraints::compile_json_schema(spec.text);
+      grammar = constraints::compile_json_schema(spec.text, {.compact = spec.compact_json});
       break;
     case ConstraintKind::kJsonObject:
-      grammar = constraints::any_json_object_grammar();
+      grammar = constraints::any_json_object_grammar(spec.compact_json);
       break;
     case ConstraintKind::kRegex:
       grammar = constraints::compile_regex(spec.text);
