@@ -223,6 +223,7 @@ std::optional<json> template_messages(const json& messages, FieldReader& f) {
     json entry = m;
     entry["role"] = name;
     entry["content"] = *text;
+    if (const json* calls = member(m, "tool_calls")) entry["tool_calls"] = template_tool_calls(*calls);
     out.push_back(std::move(entry));
   }
   return out;
@@ -291,10 +292,16 @@ JobResult parse_chat_request(const json& body, const genai::Model& model) {
   if (!logprobs && top > 0) f.fail("top_logprobs", "needs logprobs: true");
   job.logprobs = logprobs ? top : -1;
   request_logprobs(job);
-  if (const json* tools = f.get("tools"); tools && !(tools->is_array() && tools->empty())) {
-    f.fail("tools", "tool calling is not supported yet");
-  }
   job.params.constraint = response_format(f);
+  std::optional<ConstraintSpec> forced;
+  if (f.error) return *f.error;
+  if (auto error = read_tools(body, detect_tool_call_format(model.tokenizer()), job.tools, forced)) return *error;
+  if (forced && job.params.constraint) {
+    return ApiError{400, "response_format cannot be combined with a forced tool call (tool_choice required or a function)", "response_format", ""};
+  }
+  if (forced) job.params.constraint = std::move(forced);
+  // Mistral's [TOOL_CALLS] and Llama's <|python_tag|> are special tokens: the parser must see them.
+  if (job.tools.active() && job.tools.format != ToolCallFormat::kHermes) job.params.skip_special_tokens = false;
   const json* messages = f.get("messages");
   if (!messages) f.fail("messages", "required");
   std::optional<json> normalized = messages && !f.error ? template_messages(*messages, f) : std::nullopt;
@@ -302,12 +309,18 @@ JobResult parse_chat_request(const json& body, const genai::Model& model) {
   ChatRequest chat;
   chat.messages_json = normalized->dump();
   chat.add_generation_prompt = true;
+  if (!job.tools.tools.empty()) chat.tools_json = job.tools.tools.dump();
   if (const json* kwargs = f.get("chat_template_kwargs")) {
     if (!kwargs->is_object()) return ApiError{400, "chat_template_kwargs: expected an object", "chat_template_kwargs", ""};
     chat.extra_context_json = kwargs->dump();
   }
   Result<std::vector<int32_t>> prompt = model.encode_chat(chat);
   if (!prompt) return ApiError{400, "chat template: " + prompt.status().message(), "messages", ""};
+  if (!job.tools.forced_prefix.empty() && model.tokenizer()) {
+    Result<std::vector<int32_t>> opening = model.tokenizer()->encode(job.tools.forced_prefix, {.add_special_tokens = false});
+    if (!opening) return ApiError{400, "tool call: " + opening.status().message(), "tool_choice", ""};
+    prompt->insert(prompt->end(), opening->begin(), opening->end());
+  }
   if (auto error = check_fits(model, prompt->size(), job.params.max_new_tokens)) return *error;
   job.prompts.push_back(std::move(*prompt));
   return job;

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "onnx_genai/engine.h"
+#include "server/tool_calls.h"
 
 namespace onnx_genai::server {
 
@@ -50,6 +51,7 @@ struct GenerationJob {
   std::vector<std::vector<int32_t>> prompts;
   std::vector<std::string> prompt_texts;  // completions: each prompt as text, for echo
   genai::RequestParams params;
+  ToolsRequest tools;  // chat: tools, tool_choice, and the forced call's prefix
 
   size_t choices() const { return prompts.size() * static_cast<size_t>(n); }
   // The parameters of choice `index` (its own seed).

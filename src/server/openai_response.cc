@@ -119,6 +119,33 @@ json ResponseBuilder::completion_logprobs(std::span<const SampledToken> logprobs
   return json{{"tokens", tokens}, {"token_logprobs", values}, {"top_logprobs", tops}, {"text_offset", offsets}};
 }
 
+std::optional<ParsedReply> ResponseBuilder::tool_reply(const ChoiceState& state) const {
+  if (!job_.chat || !job_.tools.active() || state.reason == genai::FinishReason::kNone) return std::nullopt;
+  ParsedReply reply = parse_tool_calls(job_.tools.format, job_.tools.forced_prefix + state.text);
+  if (reply.calls.empty()) return std::nullopt;
+  if (!job_.tools.parallel) reply.calls.resize(1);
+  return reply;
+}
+
+std::string ResponseBuilder::streamed_content(ChoiceState& state, bool finished, std::vector<ToolCall>& calls) const {
+  size_t until = state.text.size();
+  if (!finished) {
+    until = job_.tools.forced() ? 0 : streamable_content(job_.tools.format, state.text);
+  } else if (std::optional<ParsedReply> reply = tool_reply(state)) {
+    // Content around the calls: what follows the part already sent, when that part leads it.
+    const std::string& content = reply->content;
+    const size_t sent = state.content_sent;
+    const bool continues = content.size() >= sent && content.compare(0, sent, state.text, 0, sent) == 0;
+    calls = std::move(reply->calls);
+    state.content_sent = state.text.size();
+    return continues ? content.substr(sent) : "";
+  }
+  if (until <= state.content_sent) return "";
+  std::string piece = state.text.substr(state.content_sent, until - state.content_sent);
+  state.content_sent = until;
+  return piece;
+}
+
 json ResponseBuilder::response(const std::vector<ChoiceState>& choices) const {
   json out = envelope(job_.chat ? "chat.completion" : "text_completion");
   json list = json::array();
@@ -128,6 +155,11 @@ json ResponseBuilder::response(const std::vector<ChoiceState>& choices) const {
     json logprobs;
     if (job_.chat) {
       choice["message"] = {{"role", "assistant"}, {"content", c.text}, {"refusal", nullptr}};
+      if (std::optional<ParsedReply> reply = tool_reply(c)) {
+        choice["message"]["content"] = reply->content.empty() ? json() : json(reply->content);
+        choice["message"]["tool_calls"] = tool_calls_json(reply->calls);
+        choice["finish_reason"] = "tool_calls";
+      }
       if (job_.logprobs >= 0) logprobs = chat_logprobs(c.logprobs);
     } else {
       const std::string& prompt = job_.prompt_texts[i / static_cast<size_t>(job_.n)];
@@ -151,7 +183,15 @@ json ResponseBuilder::chunk(size_t choice, const std::string& text, std::span<co
   if (job_.chat) {
     json delta = json::object();
     if (first) delta["role"] = "assistant";
-    if (!text.empty() || first) delta["content"] = text;
+    std::vector<ToolCall> calls;
+    const std::string content = job_.tools.active() && !first ? streamed_content(state, reason != genai::FinishReason::kNone, calls) : text;
+    if (!content.empty() || first) delta["content"] = content;
+    if (!calls.empty()) {
+      json deltas = tool_calls_json(calls);
+      for (size_t k = 0; k < deltas.size(); ++k) deltas[k]["index"] = k;
+      delta["tool_calls"] = std::move(deltas);
+      entry["finish_reason"] = "tool_calls";
+    }
     entry["delta"] = std::move(delta);
     if (job_.logprobs >= 0 && !logprobs.empty()) lp = chat_logprobs(logprobs);
   } else {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -21,6 +22,7 @@ struct ChoiceState {
   genai::FinishReason reason = genai::FinishReason::kNone;
   int64_t prompt_tokens = 0, generated_tokens = 0;
   size_t text_offset = 0;  // completions' streamed text_offset: characters sent so far
+  size_t content_sent = 0;  // chat with tools: bytes of `text` streamed as content so far
 };
 
 struct Usage {
@@ -51,6 +53,11 @@ class ResponseBuilder {
   nlohmann::json chat_logprobs(std::span<const SampledToken> logprobs) const;
   nlohmann::json completion_logprobs(std::span<const SampledToken> logprobs, size_t& text_offset) const;
   std::string token_text(int32_t token) const;
+  // A finished choice's reply split into content and tool calls; nullopt when the request has no
+  // tools or the text holds no call.
+  std::optional<ParsedReply> tool_reply(const ChoiceState& state) const;
+  // Chat with tools, streamed: the content that may be sent now, and the calls once finished.
+  std::string streamed_content(ChoiceState& state, bool finished, std::vector<ToolCall>& calls) const;
 
   const GenerationJob& job_;
   std::string model_name_;

@@ -128,12 +128,94 @@ test('16 concurrent greedy streams each equal their solo run', async () => {
   assert.deepEqual(together, solo);
 });
 
-test('response_format json_object gives JSON; tools are refused', async () => {
+test('response_format json_object gives JSON', async () => {
   const r = await chat('Describe a dog as JSON.', { max_tokens: 48, temperature: 0, response_format: { type: 'json_object' } });
   if (r.choices[0].finish_reason === 'stop') assert.equal(typeof JSON.parse(r.choices[0].message.content), 'object');
   else assert.match(r.choices[0].message.content, /^\s*\{/);
-  await assert.rejects(chat('hi', { tools: [{ type: 'function', function: { name: 'f', parameters: {} } }] }),
-    (e) => e.status === 400 && /tool/.test(e.message));
+});
+
+const tools = [
+  { type: 'function', function: { name: 'get_weather', description: 'The weather in a city', parameters: {
+    type: 'object', properties: { city: { type: 'string', maxLength: 16 }, days: { type: 'integer', minimum: 1, maximum: 7 } },
+    required: ['city', 'days'], additionalProperties: false } } },
+  { type: 'function', function: { name: 'get_time', description: 'The time in a zone', parameters: {
+    type: 'object', properties: { zone: { type: 'string', enum: ['UTC', 'CET'] } }, required: ['zone'], additionalProperties: false } } },
+];
+// What each tool's schema asks, checked on a parsed arguments object.
+const argumentsValid = {
+  get_weather: (a) => Object.keys(a).sort().join() === 'city,days' && typeof a.city === 'string' && a.city.length <= 16 &&
+    Number.isInteger(a.days) && a.days >= 1 && a.days <= 7,
+  get_time: (a) => Object.keys(a).join() === 'zone' && ['UTC', 'CET'].includes(a.zone),
+};
+const weather = 'What is the weather in Paris for the next days?';
+
+async function streamedCalls(stream) {
+  const calls = [];
+  let finish = null, content = '';
+  for await (const chunk of stream) {
+    for (const c of chunk.choices) {
+      content += c.delta?.content ?? '';
+      for (const d of c.delta?.tool_calls ?? []) {
+        calls[d.index] ??= { id: '', name: '', arguments: '' };
+        calls[d.index].id += d.id ?? '';
+        calls[d.index].name += d.function?.name ?? '';
+        calls[d.index].arguments += d.function?.arguments ?? '';
+      }
+      if (c.finish_reason) finish = c.finish_reason;
+    }
+  }
+  return { calls, finish, content };
+}
+
+test('tools: a named or required function is always called with arguments its schema accepts', async () => {
+  for (const tool_choice of [{ type: 'function', function: { name: 'get_time' } }, 'required']) {
+    for (const temperature of [0, 0.9]) {
+      const r = await chat(weather, { tools, tool_choice, max_tokens: 200, temperature, seed: 7 });
+      const choice = r.choices[0];
+      assert.equal(choice.finish_reason, 'tool_calls', JSON.stringify(choice));
+      assert.equal(choice.message.content, null);
+      assert.equal(choice.message.tool_calls.length, 1);
+      const call = choice.message.tool_calls[0];
+      assert.equal(call.type, 'function');
+      assert.match(call.id, /^call_[A-Za-z0-9]{24}$/);
+      if (tool_choice !== 'required') assert.equal(call.function.name, 'get_time');
+      assert.ok(argumentsValid[call.function.name](JSON.parse(call.function.arguments)), call.function.arguments);
+      // Streamed: the same call (greedy), as tool-call deltas and no content.
+      if (temperature === 0) {
+        const s = await streamedCalls(await chat(weather, { tools, tool_choice, max_tokens: 200, temperature, stream: true }));
+        assert.equal(s.finish, 'tool_calls');
+        assert.equal(s.content, '');
+        assert.deepEqual(s.calls.map((c) => [c.name, c.arguments]), [[call.function.name, call.function.arguments]]);
+      }
+    }
+  }
+});
+
+test('tools: none and auto answer in text; a tool result continues the conversation', async () => {
+  const plain = await chat(weather, { max_tokens: 30, temperature: 0 });
+  const none = await chat(weather, { tools, tool_choice: 'none', max_tokens: 30, temperature: 0 });
+  assert.equal(none.choices[0].message.tool_calls, undefined);
+  assert.ok(['stop', 'length'].includes(none.choices[0].finish_reason));
+  // The default model's chat template does not render tools: the prompt, and so the text, is unchanged.
+  assert.equal(none.choices[0].message.content, plain.choices[0].message.content);
+  const auto = await chat(weather, { tools, max_tokens: 30, temperature: 0 });
+  assert.equal(auto.choices[0].message.content, plain.choices[0].message.content);
+  const streamed = await streamText(await chat(weather, { tools, max_tokens: 30, temperature: 0, stream: true }));
+  assert.equal(streamed.texts[0], plain.choices[0].message.content);
+  const call = (await chat(weather, { tools, tool_choice: 'required', max_tokens: 200, temperature: 0 })).choices[0].message;
+  const followUp = await client.chat.completions.create({ model: 'debian-prose-11m', max_tokens: 20, temperature: 0, tools, messages: [
+    { role: 'user', content: weather }, call,
+    { role: 'tool', tool_call_id: call.tool_calls[0].id, content: '{"forecast": "sunny"}' }] });
+  assert.ok(['stop', 'length'].includes(followUp.choices[0].finish_reason));
+});
+
+test('tools: malformed tools and choices are 400s naming the field', async () => {
+  const refused = (extra, param) => assert.rejects(chat('hi', extra), (e) => e.status === 400 && e.param === param);
+  await refused({ tools: 'get_weather' }, 'tools');
+  await refused({ tools: [{ type: 'function', function: { name: 'bad name' } }] }, 'tools[0].function.name');
+  await refused({ tools, tool_choice: { type: 'function', function: { name: 'get_stock' } } }, 'tool_choice');
+  await refused({ tool_choice: 'required' }, 'tool_choice');
+  await refused({ tools, tool_choice: 'required', response_format: { type: 'json_object' } }, 'response_format');
 });
 
 const aborts = async () => (await metrics(server.url))['onnx_genai:request_success_total{finished_reason="abort"}'] ?? 0;
