@@ -165,6 +165,24 @@ int32_t GrammarBuilder::choice(std::string name, const std::vector<Symbol>& choi
   return rule;
 }
 
+int32_t GrammarBuilder::embed(const Grammar& other) {
+  const auto base = static_cast<int32_t>(rules_.size());
+  std::vector<Symbol> classes;
+  for (const ByteSet& set : other.classes) classes.push_back(bytes(set));
+  for (const std::string& name : other.rule_names) new_rule(name);
+  for (size_t r = 0; r < other.alternatives.size(); ++r) {
+    for (const int32_t start : other.alternatives[r]) {
+      std::vector<Symbol> sequence;
+      for (auto p = static_cast<size_t>(start); other.code[p] != Grammar::kEnd; ++p) {
+        const int32_t code = other.code[p];
+        sequence.push_back(Grammar::is_rule(code) ? ref(base + Grammar::rule_of(code)) : classes[static_cast<size_t>(code)]);
+      }
+      add_alt(base + static_cast<int32_t>(r), std::move(sequence));
+    }
+  }
+  return base + Grammar::rule_of(other.code[0]);
+}
+
 Result<Grammar> GrammarBuilder::build(int32_t start) const {
   if (start < 0 || static_cast<size_t>(start) >= rules_.size()) return OG_ERROR("grammar: no start rule");
   if (too_large()) {
