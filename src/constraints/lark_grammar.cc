@@ -16,6 +16,9 @@ namespace {
 
 using Kind = LarkExpr::Kind;
 
+// Terminals referring to terminals deeper than this are refused (compiling them recurses).
+constexpr int kMaxTerminalNesting = 256;
+
 std::string where(LarkPosition at) { return std::to_string(at.line) + ":" + std::to_string(at.column); }
 
 class LarkCompiler {
@@ -110,13 +113,22 @@ class LarkCompiler {
       if (it->second < 0) return lark_error(used_at, "terminal " + name + " refers to itself (terminals are regular; use a rule)");
       return it->second;
     }
+    if (terminal_nesting_ >= kMaxTerminalNesting) {
+      return lark_error(used_at, "terminals nested deeper than " + std::to_string(kMaxTerminalNesting));
+    }
     const LarkDefinition& d = *definitions_.at(name);
     terminals_[name] = -1;  // in progress
     const int32_t rule = g_.new_rule(name);
+    ++terminal_nesting_;
     for (const LarkExpr* alt : alternatives(d.body)) {
-      OG_ASSIGN_OR_RETURN(std::vector<Symbol> seq, lower(*alt, name, true));
-      g_.add_alt(rule, std::move(seq));
+      Result<std::vector<Symbol>> seq = lower(*alt, name, true);
+      if (!seq) {
+        --terminal_nesting_;
+        return seq.status();
+      }
+      g_.add_alt(rule, std::move(seq).value());
     }
+    --terminal_nesting_;
     terminals_[name] = rule;
     return rule;
   }
@@ -241,6 +253,7 @@ class LarkCompiler {
   std::map<std::string, int32_t> rules_;
   std::map<std::string, int32_t> terminals_;  // -1 while its definition is being compiled
   std::optional<Symbol> ignore_;              // any run of %ignore operands
+  int terminal_nesting_ = 0;
 };
 
 }  // namespace
