@@ -267,6 +267,13 @@ Result<std::string> regex_pattern(const Token& t) {
   return out;
 }
 
+LarkExpr expr(LarkExpr::Kind kind, LarkPosition at) {
+  LarkExpr e;
+  e.kind = kind;
+  e.at = at;
+  return e;
+}
+
 class LarkParser {
  public:
   explicit LarkParser(std::vector<Token> tokens) : t_(std::move(tokens)) {}
@@ -353,9 +360,7 @@ class LarkParser {
 
   // alternatives separated by '|', each optionally "-> alias" (tree shaping only).
   Result<LarkExpr> choice() {
-    LarkExpr out;
-    out.kind = LarkExpr::Kind::kChoice;
-    out.at = peek().at;
+    LarkExpr out = expr(LarkExpr::Kind::kChoice, peek().at);
     while (true) {
       OG_ASSIGN_OR_RETURN(LarkExpr alt, sequence());
       out.children.push_back(std::move(alt));
@@ -372,9 +377,7 @@ class LarkParser {
   }
 
   Result<LarkExpr> sequence() {
-    LarkExpr out;
-    out.kind = LarkExpr::Kind::kSequence;
-    out.at = peek().at;
+    LarkExpr out = expr(LarkExpr::Kind::kSequence, peek().at);
     while (true) {
       const Tok k = peek().kind;
       if (k == Tok::kEnd || k == Tok::kNewline || k == Tok::kBar || k == Tok::kRParen || k == Tok::kRBracket ||
@@ -400,9 +403,7 @@ class LarkParser {
   // atom, then at most one of ? * + ~n ~n..m {n} {n,} {n,m}.
   Result<LarkExpr> postfix() {
     OG_ASSIGN_OR_RETURN(LarkExpr atom, primary());
-    LarkExpr out;
-    out.kind = LarkExpr::Kind::kRepeat;
-    out.at = peek().at;
+    LarkExpr out = expr(LarkExpr::Kind::kRepeat, peek().at);
     if (next_is(Tok::kOp)) {
       const std::string op = take().text;
       out.min = op == "+" ? 1 : 0;
@@ -453,26 +454,20 @@ class LarkParser {
       case Tok::kString: return string_atom();
       case Tok::kRegex: {
         take();
-        LarkExpr e;
-        e.kind = LarkExpr::Kind::kRegex;
-        e.at = t.at;
+        LarkExpr e = expr(LarkExpr::Kind::kRegex, t.at);
         e.flags = t.flags;
         OG_ASSIGN_OR_RETURN(e.text, regex_pattern(t));
         return e;
       }
       case Tok::kName: {
         take();
-        LarkExpr e;
-        e.kind = LarkExpr::Kind::kName;
-        e.at = t.at;
+        LarkExpr e = expr(LarkExpr::Kind::kName, t.at);
         e.text = t.text;
         return e;
       }
       case Tok::kJson: {
         take();
-        LarkExpr e;
-        e.kind = LarkExpr::Kind::kJson;
-        e.at = t.at;
+        LarkExpr e = expr(LarkExpr::Kind::kJson, t.at);
         e.text = t.text;
         return e;
       }
@@ -493,9 +488,7 @@ class LarkParser {
     if (!inner) return inner;
     take();
     if (open.kind == Tok::kLParen) return inner;
-    LarkExpr optional;  // [x]: x or nothing
-    optional.kind = LarkExpr::Kind::kRepeat;
-    optional.at = open.at;
+    LarkExpr optional = expr(LarkExpr::Kind::kRepeat, open.at);  // [x]: x or nothing
     optional.min = 0;
     optional.children.push_back(std::move(inner).value());
     return optional;
@@ -503,9 +496,7 @@ class LarkParser {
 
   Result<LarkExpr> string_atom() {
     const Token t = take();
-    LarkExpr e;
-    e.kind = LarkExpr::Kind::kLiteral;
-    e.at = t.at;
+    LarkExpr e = expr(LarkExpr::Kind::kLiteral, t.at);
     e.ignore_case = t.flags == "i";
     OG_ASSIGN_OR_RETURN(e.text, unescape_string(t));
     if (e.text.empty()) return lark_error(t.at, "empty string (Lark refuses empty terminals)");

@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "constraint_test_util.h"
 #include "fuzz_mutations.h"
@@ -53,46 +54,40 @@ std::vector<nlohmann::json> schema_seeds() {
   return seeds;
 }
 
-TEST(ConstraintsFuzz, SchemaMutantsCompileOrFailCleanly) {
+// Compiles `count` mutants from `mutant`: each must compile or fail naming its layer, and one that
+// compiles is driven. Returns how many compiled.
+int fuzz_compile(ConstraintKind kind, uint64_t seed, int count, const char* what,
+                 const std::function<std::string(FuzzRng&)>& mutant) {
   const TestVocabulary& v = test_vocabulary("llama2");
-  const std::vector<nlohmann::json> seeds = schema_seeds();
-  FuzzRng rng(kSeed);
-  int compiled = 0, refused = 0;
-  for (int i = 0; i < kSchemaMutants; ++i) {
-    const std::string text = mutate_json(rng, fuzz_pick(rng, seeds));
-    auto result = CompiledConstraint::compile({ConstraintKind::kJsonSchema, text}, v.vocabulary);
+  FuzzRng rng(seed);
+  int compiled = 0;
+  for (int i = 0; i < count; ++i) {
+    const std::string text = mutant(rng);
+    auto result = CompiledConstraint::compile({kind, text}, v.vocabulary);
     if (!result) {
-      ++refused;
       EXPECT_TRUE(names_its_layer(result.status().message())) << text << " -> " << result.status().message();
       continue;
     }
     ++compiled;
     exercise(*result, rng, i % kMaskEvery == 0);
   }
-  std::printf("seed %llu: %d schema mutants, %d compiled, %d refused\n", static_cast<unsigned long long>(kSeed),
-              kSchemaMutants, compiled, refused);
+  std::printf("seed %llu: %d %s mutants, %d compiled, %d refused\n", static_cast<unsigned long long>(seed), count, what,
+              compiled, count - compiled);
+  return compiled;
+}
+
+TEST(ConstraintsFuzz, SchemaMutantsCompileOrFailCleanly) {
+  const std::vector<nlohmann::json> seeds = schema_seeds();
+  fuzz_compile(ConstraintKind::kJsonSchema, kSeed, kSchemaMutants, "schema",
+               [&](FuzzRng& rng) { return mutate_json(rng, fuzz_pick(rng, seeds)); });
 }
 
 TEST(ConstraintsFuzz, RegexMutantsCompileOrFailCleanly) {
-  const TestVocabulary& v = test_vocabulary("llama2");
   const std::vector<std::string> seeds = {
       "(ab|cd)*e{2,5}", "[^\\d\\s]+@[a-z]{1,8}\\.(com|org)", "^\\x41?\\u00e9.(?:x|y)+$", "[\\]\\-^a-c]{0,}",
       "(((a|b)c)*d){3}", "\\w+\\W*\\S\\D", "a{2,}?b+?c??", "(?<n>\\d{4})-[01]\\d"};
-  FuzzRng rng(kSeed + 1);
-  int compiled = 0, refused = 0;
-  for (int i = 0; i < kRegexMutants; ++i) {
-    const std::string pattern = mutate_bytes(rng, fuzz_pick(rng, seeds));
-    auto result = CompiledConstraint::compile({ConstraintKind::kRegex, pattern}, v.vocabulary);
-    if (!result) {
-      ++refused;
-      EXPECT_TRUE(names_its_layer(result.status().message())) << pattern << " -> " << result.status().message();
-      continue;
-    }
-    ++compiled;
-    exercise(*result, rng, i % kMaskEvery == 0);
-  }
-  std::printf("seed %llu: %d regex mutants, %d compiled, %d refused\n", static_cast<unsigned long long>(kSeed + 1),
-              kRegexMutants, compiled, refused);
+  fuzz_compile(ConstraintKind::kRegex, kSeed + 1, kRegexMutants, "regex",
+               [&](FuzzRng& rng) { return mutate_bytes(rng, fuzz_pick(rng, seeds)); });
 }
 
 std::vector<std::string> grammar_seeds() {
@@ -120,23 +115,9 @@ std::string mutate_grammar(FuzzRng& rng, const std::vector<std::string>& seeds) 
 }
 
 TEST(ConstraintsFuzz, LarkGrammarMutantsCompileOrFailCleanly) {
-  const TestVocabulary& v = test_vocabulary("llama2");
   const std::vector<std::string> seeds = grammar_seeds();
-  FuzzRng rng(kSeed + 2);
-  int compiled = 0, refused = 0;
-  for (int i = 0; i < kGrammarMutants; ++i) {
-    const std::string grammar = mutate_grammar(rng, seeds);
-    auto result = CompiledConstraint::compile({ConstraintKind::kLarkGrammar, grammar}, v.vocabulary);
-    if (!result) {
-      ++refused;
-      EXPECT_TRUE(names_its_layer(result.status().message())) << grammar << " -> " << result.status().message();
-      continue;
-    }
-    ++compiled;
-    exercise(*result, rng, i % kMaskEvery == 0);
-  }
-  std::printf("seed %llu: %d grammar mutants, %d compiled, %d refused\n", static_cast<unsigned long long>(kSeed + 2),
-              kGrammarMutants, compiled, refused);
+  const int compiled = fuzz_compile(ConstraintKind::kLarkGrammar, kSeed + 2, kGrammarMutants, "grammar",
+                                    [&](FuzzRng& rng) { return mutate_grammar(rng, seeds); });
   EXPECT_GT(compiled, kGrammarMutants / 10);
 }
 

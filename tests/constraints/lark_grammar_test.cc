@@ -9,7 +9,6 @@
 // and refusals naming the construct and its line:column.
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -131,13 +130,7 @@ TEST(LarkGrammar, AgreesWithLarkOnCompletePrefixAndRejected) {
   EXPECT_GE(grammars, 7);
   // Every verdict must be exercised, or agreement would say little.
   for (const char* kind : {"complete", "prefix", "rejected"}) EXPECT_GE(ours[kind], 100) << kind;
-  const std::string command = "/usr/bin/python3 " OG_SOURCE_DIR "/tests/constraints/lark_oracle.py " + cases.string();
-  FILE* pipe = ::popen(command.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::string report;
-  char buffer[4096];
-  while (size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) report.append(buffer, n);
-  const int status = ::pclose(pipe);
+  const auto [status, report] = run_checker("lark_oracle.py", cases.string());
   std::cout << report;
   EXPECT_EQ(status, 0) << report;
   EXPECT_NE(report.find(" 0 disagree"), std::string::npos) << report;
