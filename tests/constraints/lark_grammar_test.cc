@@ -238,6 +238,19 @@ TEST(LarkGrammar, JsonEmbedsASchema) {
   EXPECT_EQ(verdict(grammar, "<call>{\"city\":\"Oslo\"}"), "prefix");
 }
 
+TEST(LarkGrammar, RulesThatMatchNothingOfferNoPrefix) {
+  // b has no alternative that ends, so "a" can never be completed: it must not be a prefix.
+  const TestVocabulary& v = test_vocabulary("llama2");
+  auto compiled = compile_lark("start: \"a\" b | \"c\"\nb: b \"x\" | \"(\" b \")\"\n", v);
+  ASSERT_NE(compiled, nullptr);
+  EXPECT_FALSE(compiled->matches_nothing());
+  EXPECT_EQ(verdict(compiled, "a"), "rejected");
+  EXPECT_EQ(verdict(compiled, "c"), "complete");
+  auto nothing = compile_lark("start: start \"x\"\n", v);
+  ASSERT_NE(nothing, nullptr);
+  EXPECT_TRUE(nothing->matches_nothing());
+}
+
 TEST(LarkGrammar, RefusalsNameTheConstructAndWhere) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"start: A\n%import common.WS\n", "lark grammar:2:1: %import is not supported (define the terminals in the grammar)"},
