@@ -3,6 +3,8 @@
 //
 //   build/bench/constraint_bench TOKENIZER_DIR CORPUS.json [--vocab N] [--steps N] [--seed N]
 //
+// CORPUS.json: entries {"name", "schema"} (a JSON Schema) or {"name", "lark": FILE} (a Lark
+// grammar, FILE relative to the corpus; tests/constraints/lark_corpus.json).
 // For each schema: compile it fresh (cold caches, as a new request meets it), take a seeded
 // random walk of up to --steps tokens that the masks allow, timing every compute_mask call
 // (the first is the time to first mask together with the compile); then the same walk again on
@@ -11,6 +13,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -25,6 +28,7 @@ namespace {
 using onnx_genai::CompiledConstraint;
 using onnx_genai::ConstraintKind;
 using onnx_genai::ConstraintMatcher;
+using onnx_genai::ConstraintSpec;
 using onnx_genai::ConstraintVocabulary;
 using Clock = std::chrono::steady_clock;
 
@@ -89,12 +93,19 @@ struct SchemaTimes {
 
 // One schema: a fresh compile, a walk timing each mask (cold), the same walk again (warm), and
 // the naive mask at `naive_steps` points of the walk. Prints the schema's row.
-SchemaTimes time_schema(const nlohmann::json& entry, const std::shared_ptr<const ConstraintVocabulary>& vocab, int32_t eos,
-                        int steps, int naive_steps, std::mt19937_64& rng) {
+ConstraintSpec spec_of(const nlohmann::json& entry, const std::filesystem::path& corpus_dir) {
+  if (!entry.contains("lark")) return {ConstraintKind::kJsonSchema, entry["schema"].dump()};
+  std::ifstream in(corpus_dir / entry["lark"].get<std::string>());
+  return {ConstraintKind::kLarkGrammar, std::string(std::istreambuf_iterator<char>(in), {})};
+}
+
+SchemaTimes time_schema(const nlohmann::json& entry, const ConstraintSpec& spec,
+                        const std::shared_ptr<const ConstraintVocabulary>& vocab, int32_t eos, int steps, int naive_steps,
+                        std::mt19937_64& rng) {
   SchemaTimes t;
   const std::string name = entry["name"].get<std::string>();
   const auto start = Clock::now();
-  auto compiled = CompiledConstraint::compile({ConstraintKind::kJsonSchema, entry["schema"].dump()}, vocab);
+  auto compiled = CompiledConstraint::compile(spec, vocab);
   if (!compiled) {
     std::printf("%-12s %s\n", name.c_str(), compiled.status().message().c_str());
     return t;
@@ -171,7 +182,8 @@ int main(int argc, char** argv) {
   Stats all_cold, all_warm, all_naive, all_first;
   std::mt19937_64 rng(seed);
   for (const auto& entry : corpus) {
-    SchemaTimes t = time_schema(entry, *vocab, eos, steps, naive_steps, rng);
+    const ConstraintSpec spec = spec_of(entry, std::filesystem::path(argv[2]).parent_path());
+    SchemaTimes t = time_schema(entry, spec, *vocab, eos, steps, naive_steps, rng);
     if (t.first_ms < 0) continue;
     all_first.add(t.first_ms * 1e3);
     for (double v : t.cold.samples) all_cold.add(v);

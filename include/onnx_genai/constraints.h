@@ -1,5 +1,5 @@
-// Structured output: constrain generation to a JSON Schema, any JSON object, or a regular
-// expression, as a mask over the model's vocabulary at every step.
+// Structured output: constrain generation to a JSON Schema, any JSON object, a regular
+// expression or a Lark-style grammar, as a mask over the model's vocabulary at every step.
 //
 //   auto vocab = ConstraintVocabulary::create(tokenizer, 151936, {eos_id}).value();
 //   auto compiled = CompiledConstraint::compile({ConstraintKind::kJsonSchema, schema_text}, vocab).value();
@@ -36,6 +36,7 @@ enum class ConstraintKind {
   kJsonSchema,  // text: a JSON Schema (draft 2020-12 or draft-07 subset)
   kJsonObject,  // any JSON object (OpenAI's response_format {"type": "json_object"}); text unused
   kRegex,       // text: an ECMAScript regular expression the whole output must match
+  kLarkGrammar, // text: a Lark-style grammar (llguidance's dialect) whose start rule the output must match
 };
 
 struct ConstraintSpec {

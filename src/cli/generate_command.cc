@@ -55,13 +55,15 @@ genai::GeneratorParams make_params(const genai::Model& model, const GenerateOpti
   return params;
 }
 
-// --json-schema FILE, --json-object or --regex RE as the generator's constraint.
+// --json-schema FILE, --json-object, --regex RE or --grammar FILE as the generator's constraint.
 Result<std::optional<ConstraintSpec>> read_constraint(const GenerateOptions& options) {
   if (options.regex) return std::optional<ConstraintSpec>(ConstraintSpec{ConstraintKind::kRegex, *options.regex});
   if (options.json_object) return std::optional<ConstraintSpec>(ConstraintSpec{ConstraintKind::kJsonObject, ""});
-  if (!options.json_schema_file) return std::optional<ConstraintSpec>();
-  OG_ASSIGN_OR_RETURN(std::string schema, read_input_file(*options.json_schema_file, options.max_input_bytes));
-  return std::optional<ConstraintSpec>(ConstraintSpec{ConstraintKind::kJsonSchema, std::move(schema)});
+  const std::optional<std::string>& file = options.json_schema_file ? options.json_schema_file : options.grammar_file;
+  if (!file) return std::optional<ConstraintSpec>();
+  OG_ASSIGN_OR_RETURN(std::string text, read_input_file(*file, options.max_input_bytes));
+  const ConstraintKind kind = options.json_schema_file ? ConstraintKind::kJsonSchema : ConstraintKind::kLarkGrammar;
+  return std::optional<ConstraintSpec>(ConstraintSpec{kind, std::move(text)});
 }
 
 void print_stats(const genai::Model& model, const genai::Generator& generator, double load_seconds) {

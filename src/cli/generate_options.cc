@@ -34,6 +34,7 @@ OptionTable option_table(GenerateOptions& o) {
       {"--system", text(o.system)},
       {"--json-schema", text(o.json_schema_file)},
       {"--regex", text(o.regex)},
+      {"--grammar", text(o.grammar_file)},
       {"--stop",
        [&o](const std::string& option, const std::string& value) {
          if (value.empty()) return OG_ERROR(option, " wants a non-empty string");
@@ -86,8 +87,10 @@ Result<GenerateOptions> parse_generate_options(std::span<const std::string> args
   GenerateOptions options;
   OG_RETURN_IF_ERROR(parse_options(args, option_table(options), options.model_path));
   if (options.system && !options.chat) return OG_ERROR("--system needs --chat");
-  if (int(options.json_schema_file.has_value()) + int(options.json_object) + int(options.regex.has_value()) > 1) {
-    return OG_ERROR("--json-schema, --json-object and --regex exclude each other");
+  if (int(options.json_schema_file.has_value()) + int(options.json_object) + int(options.regex.has_value()) +
+          int(options.grammar_file.has_value()) >
+      1) {
+    return OG_ERROR("--json-schema, --json-object, --regex and --grammar exclude each other");
   }
   return options;
 }

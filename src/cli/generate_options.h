@@ -4,7 +4,8 @@
 //   [--ignore-eos] [--prefill-chunk N] [--truncate] [--threads N] [--device cpu|cuda[:N]]
 //   [--mask-at-capacity on|off]
 //   [--stream] [--stats] [--max-input-bytes N]
-//   [--json-schema FILE | --json-object | --regex RE]   (structured output, include/onnx_genai/constraints.h)
+//   [--json-schema FILE | --json-object | --regex RE | --grammar FILE]
+//                                                       (structured output, include/onnx_genai/constraints.h)
 //   [--num-beams N] [--length-penalty F] [--early-stopping true|false|never] [--num-return-sequences N]
 //                                                       (beam search, genai::BeamSearchParams)
 // Options take their value as the next argument or after '=' (--top-k=40).
@@ -43,6 +44,7 @@ struct GenerateOptions {
   std::optional<std::string> json_schema_file;  // output valid under this JSON Schema
   bool json_object = false;                     // output any JSON object
   std::optional<std::string> regex;             // output matching this regex in full
+  std::optional<std::string> grammar_file;      // output a sentence of this Lark-style grammar
   std::optional<int32_t> num_beams, num_return_sequences;
   std::optional<float> length_penalty;
   std::optional<genai::EarlyStopping> early_stopping;

@@ -5,24 +5,30 @@
 namespace onnx_genai::constraints {
 namespace {
 
-// Rules that can match the empty string, by fixpoint over the alternatives.
-std::vector<bool> nullable_rules(const std::vector<std::vector<std::vector<Symbol>>>& rules) {
-  std::vector<bool> nullable(rules.size(), false);
+// Rules with an alternative whose every symbol is a byte class (when `bytes_count`) or such a
+// rule, by fixpoint: without bytes, the rules that can match the empty string; with them, the
+// rules that can match anything at all.
+std::vector<bool> rules_deriving(const std::vector<std::vector<std::vector<Symbol>>>& rules, bool bytes_count) {
+  std::vector<bool> derives(rules.size(), false);
   for (bool changed = true; changed;) {
     changed = false;
     for (size_t r = 0; r < rules.size(); ++r) {
-      if (nullable[r]) continue;
+      if (derives[r]) continue;
       for (const auto& alt : rules[r]) {
-        const bool empty = std::all_of(alt.begin(), alt.end(),
-                                       [&](const Symbol& s) { return !s.terminal && nullable[static_cast<size_t>(s.id)]; });
-        if (empty) {
-          nullable[r] = changed = true;
+        const bool all = std::all_of(alt.begin(), alt.end(), [&](const Symbol& s) {
+          return s.terminal ? bytes_count : static_cast<bool>(derives[static_cast<size_t>(s.id)]);
+        });
+        if (all) {
+          derives[r] = changed = true;
           break;
         }
       }
     }
   }
-  return nullable;
+  return derives;
+}
+std::vector<bool> nullable_rules(const std::vector<std::vector<std::vector<Symbol>>>& rules) {
+  return rules_deriving(rules, false);
 }
 
 // A rule on a cycle of "reaches before consuming a byte" edges that pushes a stack frame (a
@@ -165,6 +171,24 @@ int32_t GrammarBuilder::choice(std::string name, const std::vector<Symbol>& choi
   return rule;
 }
 
+int32_t GrammarBuilder::embed(const Grammar& other) {
+  const auto base = static_cast<int32_t>(rules_.size());
+  std::vector<Symbol> classes;
+  for (const ByteSet& set : other.classes) classes.push_back(bytes(set));
+  for (const std::string& name : other.rule_names) new_rule(name);
+  for (size_t r = 0; r < other.alternatives.size(); ++r) {
+    for (const int32_t start : other.alternatives[r]) {
+      std::vector<Symbol> sequence;
+      for (auto p = static_cast<size_t>(start); other.code[p] != Grammar::kEnd; ++p) {
+        const int32_t code = other.code[p];
+        sequence.push_back(Grammar::is_rule(code) ? ref(base + Grammar::rule_of(code)) : classes[static_cast<size_t>(code)]);
+      }
+      add_alt(base + static_cast<int32_t>(r), std::move(sequence));
+    }
+  }
+  return base + Grammar::rule_of(other.code[0]);
+}
+
 Result<Grammar> GrammarBuilder::build(int32_t start) const {
   if (start < 0 || static_cast<size_t>(start) >= rules_.size()) return OG_ERROR("grammar: no start rule");
   if (too_large()) {
@@ -174,6 +198,12 @@ Result<Grammar> GrammarBuilder::build(int32_t start) const {
     return OG_ERROR("grammar: rule \"", names_[static_cast<size_t>(rule)],
                     "\" reaches itself before matching any byte (left recursion)");
   }
+  // An alternative through a rule that matches nothing is dropped, so that every stack the parser
+  // keeps can still complete: a state that is not dead is a prefix of some sentence.
+  const std::vector<bool> productive = rules_deriving(rules_, true);
+  const auto is_productive = [&](const std::vector<Symbol>& alt) {
+    return std::all_of(alt.begin(), alt.end(), [&](const Symbol& s) { return s.terminal || productive[static_cast<size_t>(s.id)]; });
+  };
   Grammar g;
   g.classes = classes_;
   g.rule_names = names_;
@@ -181,6 +211,7 @@ Result<Grammar> GrammarBuilder::build(int32_t start) const {
   g.alternatives.resize(rules_.size());
   for (size_t r = 0; r < rules_.size(); ++r) {
     for (const auto& alt : rules_[r]) {
+      if (!is_productive(alt)) continue;
       g.alternatives[r].push_back(static_cast<int32_t>(g.code.size()));
       for (const Symbol& s : alt) g.code.push_back(s.terminal ? s.id : -(s.id + 1));
       g.code.push_back(Grammar::kEnd);

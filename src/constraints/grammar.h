@@ -71,6 +71,9 @@ class GrammarBuilder {
   // A rule matching nothing at all (the empty language), e.g. the schema `false`.
   int32_t nothing(std::string name) { return new_rule(std::move(name)); }
 
+  // Copies `other`'s rules into this grammar; returns the rule that was its start.
+  int32_t embed(const Grammar& other);
+
   size_t symbols() const { return symbols_; }
   bool too_large() const { return symbols_ > kMaxSymbols; }
 

@@ -4,6 +4,7 @@
 
 #include "constraints/compiled_state.h"
 #include "constraints/json_schema.h"
+#include "constraints/lark_grammar.h"
 #include "constraints/regex_compiler.h"
 #include "onnx_genai/constraints.h"
 
@@ -76,6 +77,9 @@ Result<std::shared_ptr<CompiledConstraint>> CompiledConstraint::compile(
       break;
     case ConstraintKind::kRegex:
       grammar = constraints::compile_regex(spec.text);
+      break;
+    case ConstraintKind::kLarkGrammar:
+      grammar = constraints::compile_lark_grammar(spec.text);
       break;
   }
   if (!grammar) return grammar.status();

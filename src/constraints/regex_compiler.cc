@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "tokenizer/unicode.h"
+
 namespace onnx_genai::constraints {
 namespace {
 
@@ -50,6 +52,29 @@ CharClass space() {
   c.add(0x2000, 0x200A);
   return c;
 }
+// A class of every code point with `property`, built once (a pass over all of Unicode).
+template <typename Property>
+CharClass unicode_class(Property property) {
+  CharClass c;
+  for (char32_t cp = 0; cp <= CharClass::kMaxCodepoint; ++cp) {
+    if (!property(cp)) continue;
+    char32_t hi = cp;
+    while (hi < CharClass::kMaxCodepoint && property(hi + 1)) ++hi;
+    c.add(cp, hi);
+    cp = hi;
+  }
+  return c;
+}
+// Python's and Rust's Unicode \d: the decimal digits (general category Nd).
+const CharClass& unicode_digits() {
+  static const CharClass c = unicode_class([](char32_t cp) { return unicode::category(cp) == unicode::Category::Nd; });
+  return c;
+}
+// Rust's Unicode \s: the White_Space property.
+const CharClass& unicode_space() {
+  static const CharClass c = unicode_class(unicode::is_white_space);
+  return c;
+}
 CharClass line_terminators() {
   CharClass c;
   for (const char32_t cp : {0x0A, 0x0D, 0x2028, 0x2029}) c.add(cp);
@@ -69,6 +94,7 @@ class RegexParser {
       : g_(g), p_(std::move(pattern)), options_(options) {}
 
   Result<int32_t> parse_top() {
+    if (lark() && options_.search) return error("internal: a Lark regex is never searched");
     const int32_t rule = g_.new_rule("regex");
     int32_t any_star = -1;
     if (options_.search) {
@@ -77,11 +103,11 @@ class RegexParser {
       any_star = g_.repeat("any", GrammarBuilder::ref(char_class_rule(g_, all, options_.encoding)), 0, -1);
     }
     while (true) {
-      const bool start_anchor = at('^');
+      const bool start_anchor = !lark() && at('^');
       if (start_anchor) ++i_;
       OG_ASSIGN_OR_RETURN(std::vector<Symbol> seq, parse_sequence(0));
       bool end_anchor = false;
-      if (at('$')) {
+      if (!lark() && at('$')) {
         ++i_;
         end_anchor = true;
       }
@@ -96,12 +122,14 @@ class RegexParser {
 
  private:
   bool at(char32_t c) const { return i_ < p_.size() && p_[i_] == c; }
+  bool lark() const { return options_.dialect == RegexDialect::kLark; }
   Status error(const std::string& what) const { return OG_ERROR("regex: ", what, " at offset ", i_); }
 
   // Pieces until '|', ')' or the end (a top-level '$' ends one too when it is last).
   Result<std::vector<Symbol>> parse_sequence(int depth) {
     std::vector<Symbol> seq;
     while (i_ < p_.size() && !at('|') && !at(')')) {
+      if (lark() && (at('^') || at('$'))) return error("anchors ^ and $ are not supported in a Lark regex");
       if (at('$') && depth == 0 && (i_ + 1 == p_.size() || p_[i_ + 1] == '|')) break;
       if (at('^') || at('$')) return error("anchor inside the pattern (only at the start or end of an alternative)");
       OG_RETURN_IF_ERROR(parse_piece(depth, seq));
@@ -144,13 +172,19 @@ class RegexParser {
     } else if (at('?')) {
       min = 0, max = 1;
     } else if (!(at('{') && braces(min, max, length))) {
+      // Python reads {,n} as a repeat, Rust refuses it, ECMAScript takes '{' literally.
+      if (lark() && at('{')) return error("'{' that is not a repeat {n}, {n,} or {n,m}");
       seq.insert(seq.end(), atom.begin(), atom.end());
       return Status::ok();
     }
     if (min > kMaxRepeat || max > kMaxRepeat) return error("repeat count above " + std::to_string(kMaxRepeat));
     if (max >= 0 && max < min) return error("repeat {n,m} with m < n");
     i_ += length;
-    if (at('?')) ++i_;  // lazy: the same language
+    if (at('?')) {
+      // A lexer's lazy match ends the terminal early, which changes what follows it can see.
+      if (lark()) return error("lazy quantifier in a Lark regex (llguidance refuses it)");
+      ++i_;  // lazy: the same language
+    }
     if (at('*') || at('+') || at('?') || (at('{') && braces(min, max, length))) return error("nothing to repeat");
     Symbol body = atom.size() == 1 ? atom[0] : GrammarBuilder::ref(sequence_rule(std::move(atom)));
     seq.push_back(GrammarBuilder::ref(g_.repeat("repeat@" + std::to_string(begin), body, min, max)));
@@ -186,6 +220,7 @@ class RegexParser {
     int64_t min = 0, max = 0;
     size_t length = 0;
     if (c == '*' || c == '+' || c == '?' || (c == '{' && braces(min, max, length))) return error("nothing to repeat");
+    if (c == '{' && lark()) return error("'{' that is not a repeat {n}, {n,} or {n,m}");
     if (c == '(') return parse_group(depth);
     if (c == '[') {
       ++i_;
@@ -194,7 +229,10 @@ class RegexParser {
     }
     if (c == '.') {
       ++i_;
-      return class_atom(line_terminators().negated());
+      if (!lark()) return class_atom(line_terminators().negated());
+      CharClass newline;
+      if (!options_.dot_all) newline.add('\n');
+      return class_atom(newline.negated());
     }
     if (c == '\\') {
       ++i_;
@@ -240,7 +278,9 @@ class RegexParser {
     const bool negate = at('^');
     if (negate) ++i_;
     CharClass set;  // ECMAScript: ']' always closes, so [] is empty and [^] any character
-    while (i_ < p_.size() && !at(']')) {
+    const size_t first = i_;
+    while (i_ < p_.size() && (!at(']') || (lark() && i_ == first))) {  // Python, Rust: []] holds ']'
+      if (lark() && at('[')) return error("'[' inside a class (Rust reads a nested class, Python a '[')");
       bool lo_is_class = false;
       OG_ASSIGN_OR_RETURN(CharClass lo, class_member(lo_is_class));
       if (!lo_is_class && at('-') && i_ + 1 < p_.size() && p_[i_ + 1] != ']') {
@@ -276,6 +316,17 @@ class RegexParser {
     if (i_ >= p_.size()) return error("pattern ends with '\\'");
     const char32_t c = p_[i_++];
     is_class = true;
+    if (lark()) {
+      switch (c) {
+        case 'd': return unicode_digits();
+        case 'D': return unicode_digits().negated();
+        case 's': return unicode_space();
+        case 'S': return unicode_space().negated();
+        case 'w':
+        case 'W': return error("\\w in a Lark regex (Python's and Rust's Unicode word classes differ; write the class out)");
+        default: break;
+      }
+    }
     switch (c) {
       case 'd': return digits();
       case 'D': return digits().negated();

@@ -15,11 +15,21 @@
 
 namespace onnx_genai::constraints {
 
+// How the pattern reads: ECMAScript (JSON Schema's "pattern", --regex), or the /.../ literals of
+// a Lark grammar, which Lark reads with Python's re and llguidance with Rust's regex. Where those
+// two agree the Lark dialect follows them: '.' excludes only '\n', \d and \s are Unicode
+// (\s as White_Space, Rust's; Python adds U+001C..U+001F), ']' first in a class is literal.
+// Where they differ or the construct changes a lexer's match (\w, anchors, lazy quantifiers,
+// nested classes, a '{' that is not a repeat) it is refused.
+enum class RegexDialect { kEcmaScript, kLark };
+
 struct RegexOptions {
   TextEncoding encoding = TextEncoding::kUtf8;
   // JSON Schema "pattern" semantics: the regex may match anywhere in the text unless anchored
   // (an unanchored side gets any characters). Otherwise the whole text must match.
   bool search = false;
+  RegexDialect dialect = RegexDialect::kEcmaScript;
+  bool dot_all = false;  // '.' matches '\n' too (the s flag)
 };
 
 inline constexpr int64_t kMaxRepeat = 10000;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <string>
@@ -75,6 +76,23 @@ inline std::vector<int32_t> spell(const TestVocabulary& v, const std::string& te
     at += length;
   }
   return out;
+}
+
+struct ScriptResult {
+  int status = -1;     // pclose's
+  std::string output;  // stdout
+};
+
+// Runs `/usr/bin/python3 tests/constraints/SCRIPT ARGUMENT` (an independent checker).
+inline ScriptResult run_checker(const std::string& script, const std::string& argument) {
+  const std::string command = "/usr/bin/python3 " OG_SOURCE_DIR "/tests/constraints/" + script + " " + argument;
+  ScriptResult result;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return result;
+  char buffer[4096];
+  while (size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) result.output.append(buffer, n);
+  result.status = ::pclose(pipe);
+  return result;
 }
 
 inline bool mask_has(const std::vector<uint64_t>& mask, int32_t id) {

@@ -5,7 +5,6 @@
 // python3-jsonschema (with its format checker), run by tests/constraints/validate_outputs.py.
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -94,13 +93,7 @@ TEST(GeneratedOutputs, ValidateUnderPythonJsonschema) {
   lines.close();
   std::cout << "schemas " << compiled_count << ", walks " << walks << ", finished " << finished << "\n";
   EXPECT_GT(finished, walks / 2) << "most walks should finish within " << kMaxTokens << " tokens";
-  const std::string command = "/usr/bin/python3 " OG_SOURCE_DIR "/tests/constraints/validate_outputs.py " + out.string();
-  FILE* pipe = ::popen(command.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::string report;
-  char buffer[4096];
-  while (size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) report.append(buffer, n);
-  const int status = ::pclose(pipe);
+  const auto [status, report] = run_checker("validate_outputs.py", out.string());
   EXPECT_EQ(status, 0) << report;
   EXPECT_NE(report.find("validated " + std::to_string(finished) + " texts, 0 failed"), std::string::npos) << report;
   std::filesystem::remove(out);

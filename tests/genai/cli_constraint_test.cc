@@ -1,8 +1,9 @@
-// `onnx-genai generate --json-schema / --json-object / --regex` on the default model
+// `onnx-genai generate --json-schema / --json-object / --regex / --grammar` on the default model
 // (models/debian-prose-11m), run as a user runs it: greedy and sampled outputs under every schema
 // of tests/constraints/schema_corpus.json that end in eos must validate under python3-jsonschema
-// (tests/constraints/validate_outputs.py); regex outputs must match in full (std::regex); refused
-// schemas exit 2 with one line naming the keyword and where.
+// (tests/constraints/validate_outputs.py); regex outputs must match in full (std::regex); Lark
+// grammar outputs must parse under Lark (tests/constraints/lark_oracle.py); refused schemas and
+// grammars exit 2 with one line naming the keyword or construct and where.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -83,6 +84,32 @@ TEST_F(CliConstraint, RegexAndJsonObject) {
   }
 }
 
+TEST_F(CliConstraint, GrammarOutputsParseUnderLark) {
+  const fs::path cases = local_.path() / "cases.jsonl";
+  std::ofstream lines(cases);
+  int runs = 0, finished = 0;
+  for (const std::string name : {"arithmetic.lark", "json_like.lark", "sql.lark", "calls.lark"}) {
+    const fs::path grammar = fs::path(OG_SOURCE_DIR) / "tests/constraints/lark" / name;
+    for (const std::string sampling : {"--greedy", "--temperature 1.0 --seed 1", "--temperature 0.7 --seed 2"}) {
+      ++runs;
+      const CommandResult r = generate("--prompt 'The answer:' --max-new-tokens 120 --grammar " + shell_quote(grammar.string()) +
+                                       " " + sampling);
+      ASSERT_EQ(r.exit_code, 0) << name << " " << sampling << ": " << r.err;
+      if (r.err.find("(eos)") == std::string::npos) continue;  // the token budget ran out first
+      ++finished;
+      lines << json{{"grammar", grammar.string()}, {"text", r.out.substr(0, r.out.size() - 1)}, {"ours", "complete"}}.dump() << "\n";
+    }
+  }
+  lines.close();
+  EXPECT_GE(finished, runs / 3) << "too few runs ended in eos within 120 tokens";
+  auto check = testing::run_command(
+      "/usr/bin/python3 " + shell_quote(OG_SOURCE_DIR "/tests/constraints/lark_oracle.py") + " " + shell_quote(cases.string()),
+      local_.path());
+  ASSERT_TRUE(check.is_ok());
+  EXPECT_EQ(check->exit_code, 0) << check->out;
+  EXPECT_NE(check->out.find("checked " + std::to_string(finished) + " texts, 0 disagree"), std::string::npos) << check->out;
+}
+
 TEST_F(CliConstraint, RefusalsNameTheKeyword) {
   const fs::path schema = local_.path() / "bad.json";
   std::ofstream(schema) << R"({"type":"object","properties":{"a":{"type":"string","not":{"const":"x"}}}})";
@@ -94,6 +121,14 @@ TEST_F(CliConstraint, RefusalsNameTheKeyword) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("backreferences are not supported at offset"), std::string::npos) << r.err;
   r = generate("--prompt x --regex a --json-object");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("exclude each other"), std::string::npos) << r.err;
+  const fs::path grammar = local_.path() / "bad.lark";
+  std::ofstream(grammar) << "start: WORD\n%import common.WORD\n";
+  r = generate("--prompt x --grammar " + shell_quote(grammar.string()));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "onnx-genai: lark grammar:2:1: %import is not supported (define the terminals in the grammar)\n");
+  r = generate("--prompt x --grammar " + shell_quote(grammar.string()) + " --regex a");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("exclude each other"), std::string::npos) << r.err;
   std::ofstream(schema) << "false";

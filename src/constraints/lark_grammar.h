@@ -1,0 +1,25 @@
+// Lark-style grammars (the llguidance dialect: onnxruntime-genai's set_guidance("lark_grammar"))
+// compiled to a byte grammar. The syntax is lark_syntax.h's; the meaning, here:
+//
+// - `start` is the start rule. Rules may recurse (nesting is the parser's stack); a rule whose
+//   alternatives start with the rule itself (expr: expr "+" term | term) is rewritten to the
+//   same language without left recursion. Left recursion through other rules is refused.
+// - Terminals (uppercase) are regular: they may not refer to rules or to themselves.
+// - %ignore X: X may come before every terminal, string or regex used in a rule (not inside
+//   terminals) and at the end of the text, as Lark's Earley parser allows it.
+// - %json { schema }: the JSON texts the schema accepts (json_schema.h), no whitespace around.
+//
+// The grammar is scannerless: a terminal followed by text it could also absorb (A: /a+/ then
+// "a") matches every split, where a lexer (Lark's, llguidance's) takes the longest match and so
+// accepts fewer texts. docs/constraints.md lists this and what is refused.
+#pragma once
+
+#include <string_view>
+
+#include "constraints/grammar.h"
+
+namespace onnx_genai::constraints {
+
+Result<Grammar> compile_lark_grammar(std::string_view text);
+
+}  // namespace onnx_genai::constraints

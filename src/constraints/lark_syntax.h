@@ -1,0 +1,71 @@
+// The text of a Lark-style grammar (the dialect llguidance accepts) parsed into definitions.
+// This file knows the syntax only; lark_grammar.h gives it meaning (bytes, %ignore, recursion).
+//
+//   start: expr                       rules are lowercase (optionally ?name, !name, _name)
+//   expr: expr "+" term | term        alternatives; a newline then '|' continues them
+//   NUMBER: /[0-9]+/ ("." /[0-9]+/)?  terminals are uppercase and regular
+//   %ignore " "                       // and # comments
+//
+// Constructs that would change the language unnoticed if skipped are refused here with their
+// line:column: %import, %declare, %override, %extend, priorities (name.2), templates
+// (name{x}), rule options (name[lazy]), special tokens (<|eot|>), & and ~ in terminals,
+// %regex, @grammar references and %llguidance options.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "onnx_genai/status.h"
+
+namespace onnx_genai::constraints {
+
+struct LarkPosition {
+  int line = 1;
+  int column = 1;
+};
+
+// "lark grammar:LINE:COLUMN: what".
+Status lark_error(LarkPosition at, const std::string& what);
+
+struct LarkExpr {
+  enum class Kind {
+    kChoice,    // children: alternatives
+    kSequence,  // children: in order (none: the empty string)
+    kLiteral,   // text: the string's bytes; ignore_case: the i flag
+    kRange,     // text, text2: "a".."z", each one character
+    kRegex,     // text: the pattern; flags: its flag letters
+    kName,      // text: a rule or terminal name
+    kRepeat,    // children[0] repeated min..max times (max < 0: unbounded)
+    kJson,      // text: a JSON Schema (%json { ... })
+  };
+  Kind kind = Kind::kSequence;
+  LarkPosition at;
+  std::vector<LarkExpr> children;
+  std::string text;
+  std::string text2;
+  std::string flags;
+  bool ignore_case = false;
+  int64_t min = 1;
+  int64_t max = 1;
+};
+
+struct LarkDefinition {
+  std::string name;
+  bool terminal = false;  // an uppercase name (optionally _NAME)
+  LarkPosition at;
+  LarkExpr body;
+};
+
+struct LarkSyntax {
+  std::vector<LarkDefinition> definitions;
+  std::vector<LarkExpr> ignores;  // the operands of %ignore, in order
+};
+
+// Repeat counts above this ({n}, ~ n..m) are refused (the grammar would be too large).
+inline constexpr int64_t kMaxLarkRepeat = 10000;
+
+Result<LarkSyntax> parse_lark_syntax(std::string_view text);
+
+}  // namespace onnx_genai::constraints

@@ -1,0 +1,90 @@
+#!/usr/bin/python3
+"""Lark's verdict on texts under Lark grammars: the reference of tests/constraints/lark_grammar_test.cc.
+
+Input: a JSON Lines file, each line {"grammar": PATH, "text": TEXT, "ours": VERDICT}. For every
+line this prints a disagreement when Lark's verdict differs, then one summary line:
+  checked N texts, M disagree (complete C, prefix P, rejected R)
+Lark (Debian python3-lark) parses with parser='earley', lexer='dynamic', as llguidance does.
+Verdicts:
+  complete  Lark parses the text.
+  prefix    the text can be continued into one Lark parses: Lark ran out of input
+            (UnexpectedEOF), or the text ends inside a terminal: for some position q at or
+            before where Lark stopped, Lark reaches q (the text up to q followed by a character
+            no grammar uses stops exactly at q) and the rest of the text is a prefix of a
+            terminal Lark expects at q, or of an %ignore terminal (python3-regex's partial
+            match). The terminal may start before the stop: Lark's lexer reads "1." as the
+            number "1" and stops at ".", though "1.5" is a number.
+  rejected  otherwise.
+"""
+import json
+import sys
+
+import lark
+import regex
+
+_RE_FLAGS = {"i": regex.I, "m": regex.M, "s": regex.S, "x": regex.X, "u": 0, "l": 0}
+
+
+def continues_a_terminal(parser, names, rest):
+    for name in names:
+        terminal = parser.get_terminal(name)
+        flags = 0
+        for f in terminal.pattern.flags:
+            flags |= _RE_FLAGS[f]
+        if regex.fullmatch(terminal.pattern.to_regexp(), rest, flags, partial=True):
+            return True
+    return False
+
+
+SENTINEL = "\U0010fffd"
+LONGEST_TERMINAL = 64
+
+
+def ends_inside_a_terminal(parser, text, stop):
+    for q in range(stop, max(-1, stop - LONGEST_TERMINAL), -1):
+        try:
+            parser.parse(text[:q] + SENTINEL)
+        except lark.exceptions.UnexpectedCharacters as e:
+            names = set(e.allowed or ()) | set(parser.ignore_tokens)
+            if e.pos_in_stream == q and continues_a_terminal(parser, names, text[q:]):
+                return True
+        except lark.exceptions.LarkError:
+            pass
+    return False
+
+
+def verdict(parser, text):
+    try:
+        parser.parse(text)
+        return "complete"
+    except lark.exceptions.UnexpectedEOF:
+        return "prefix"
+    except lark.exceptions.UnexpectedCharacters as e:
+        return "prefix" if ends_inside_a_terminal(parser, text, e.pos_in_stream) else "rejected"
+
+
+def main(path):
+    parsers = {}
+    counts = {"complete": 0, "prefix": 0, "rejected": 0}
+    checked = disagree = 0
+    with open(path, encoding="utf-8") as lines:
+        for line in lines:
+            case = json.loads(line)
+            grammar = case["grammar"]
+            if grammar not in parsers:
+                with open(grammar, encoding="utf-8") as f:
+                    parsers[grammar] = lark.Lark(f.read(), parser="earley", lexer="dynamic")
+            theirs = verdict(parsers[grammar], case["text"])
+            counts[theirs] += 1
+            checked += 1
+            if theirs != case["ours"]:
+                disagree += 1
+                if disagree <= 30:
+                    print(f"{grammar}: {case['text']!r}: ours {case['ours']}, lark {theirs}")
+    print(f"checked {checked} texts, {disagree} disagree "
+          f"(complete {counts['complete']}, prefix {counts['prefix']}, rejected {counts['rejected']})")
+    return 1 if disagree else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))
