@@ -1,5 +1,6 @@
 """Fixtures for the Python package's tests: the default model, its tokenizer and the CLI (paths
-come from ctest's environment; see tests/python/CMakeLists.txt)."""
+come from ctest's environment; see tests/python/CMakeLists.txt), and the generation loop a user
+writes."""
 
 import os
 import subprocess
@@ -33,3 +34,21 @@ def cli():
         return out.removesuffix("\n")
 
     return run
+
+
+def generate(model, tokenizer, prompt, guidance=None, **options):
+    """onnxruntime_genai's generation loop; `guidance` is set_guidance's (type, data). Returns the
+    generator and the streamed text."""
+    params = og.GeneratorParams(model)
+    params.set_search_options(**options)
+    if guidance:
+        params.set_guidance(*guidance)
+    generator = og.Generator(model, params)
+    generator.append_tokens(tokenizer.encode(prompt))
+    stream = tokenizer.create_stream()
+    text = ""
+    while not generator.is_done():
+        generator.generate_next_token()
+        text += stream.decode(generator.get_next_tokens()[0])
+    return generator, text
+

@@ -6,22 +6,9 @@ import numpy as np
 import pytest
 
 import onnx_genai as og
-from conftest import MODEL_DIR
+from conftest import MODEL_DIR, generate
 
 PROMPT = "The Lord is my shepherd"
-
-
-def generate(model, tokenizer, prompt, **options):
-    params = og.GeneratorParams(model)
-    params.set_search_options(**options)
-    generator = og.Generator(model, params)
-    generator.append_tokens(tokenizer.encode(prompt))
-    stream = tokenizer.create_stream()
-    text = ""
-    while not generator.is_done():
-        generator.generate_next_token()
-        text += stream.decode(generator.get_next_tokens()[0])
-    return generator, text
 
 
 def test_greedy_loop_matches_the_cli(model, tokenizer, cli):
