@@ -201,4 +201,22 @@ Result<genai::GeneratorParams> generator_params(const SearchOptions& options,
   return params;
 }
 
+Result<genai::RequestParams> request_params(const SearchOptions& options, const std::vector<int32_t>& prompt) {
+  for (const auto& [name, value] : {std::pair{"batch_size", options.batch_size}, std::pair{"num_beams", options.num_beams},
+                                    std::pair{"num_return_sequences", options.num_return_sequences}}) {
+    if (value != 1) return OG_ERROR("an engine request is one sequence: ", name, " must be 1, got ", value);
+  }
+  OG_ASSIGN_OR_RETURN(const genai::GeneratorParams g, generator_params(options, {prompt}));
+  genai::RequestParams r;
+  r.sampling = g.sampling;
+  r.max_new_tokens = g.max_new_tokens;
+  r.min_new_tokens = g.min_new_tokens;
+  r.max_length = g.max_length;
+  r.stop_strings = g.stop_strings;
+  r.ignore_eos = g.ignore_eos;
+  r.skip_special_tokens = g.skip_special_tokens;
+  r.constraint = g.constraint;
+  return r;
+}
+
 }  // namespace onnx_genai::capi

@@ -1,6 +1,6 @@
 // onnxruntime-genai's search options (genai_config.json "search", set_search_options) and
 // guidance (set_guidance), kept by their names and turned into a genai::GeneratorParams when a
-// generator starts.
+// generator starts, or a genai::RequestParams when an engine request is added.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +12,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "onnx_genai/constraints.h"
+#include "onnx_genai/engine.h"
 #include "onnx_genai/genai.h"
 
 namespace onnx_genai::capi {
@@ -50,5 +51,8 @@ Result<std::optional<ConstraintSpec>> guidance_constraint(std::string_view type,
 Result<genai::GeneratorParams> generator_params(const SearchOptions& options,
                                                 std::vector<std::vector<int32_t>> prompts);
 
+// An engine request's params for `prompt`: the engine runs one sequence per request, so
+// batch_size, num_beams and num_return_sequences must be 1.
+Result<genai::RequestParams> request_params(const SearchOptions& options, const std::vector<int32_t>& prompt);
 
 }  // namespace onnx_genai::capi
