@@ -4,6 +4,9 @@ writes."""
 
 import os
 import subprocess
+import sys
+import threading
+import time
 
 import pytest
 
@@ -52,3 +55,34 @@ def generate(model, tokenizer, prompt, guidance=None, **options):
         text += stream.decode(generator.get_next_tokens()[0])
     return generator, text
 
+
+def run_without_the_gil(call, meanwhile=None):
+    """Runs call() in a thread and returns what it returns, asserting that the main thread ran while
+    the call did: with a switch interval of 1 s, a thread holding the GIL keeps it past the call's
+    end, so no tick of the main thread could fall inside the call unless the call released the
+    GIL. `meanwhile()` runs on the main thread once the call has started."""
+    window, ticks, result = [], [], []
+    started = threading.Event()
+
+    def work():
+        started.set()
+        begin = time.monotonic()
+        result.append(call())
+        window.extend([begin, time.monotonic()])
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1.0)
+    try:
+        worker = threading.Thread(target=work)
+        worker.start()
+        started.wait()
+        if meanwhile:
+            meanwhile()
+        while worker.is_alive():
+            ticks.append(time.monotonic())
+        worker.join()
+    finally:
+        sys.setswitchinterval(interval)
+    begin, end = window
+    assert any(begin < tick < end for tick in ticks), f"no tick inside the {1000 * (end - begin):.1f} ms call"
+    return result[0]
