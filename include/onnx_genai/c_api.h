@@ -17,9 +17,11 @@
  * thread at a time per generator (different generators of one model may run in parallel); the
  * engine section says which engine calls may come from other threads.
  *
- * What onnxruntime-genai has and this library does not (execution providers other than CPU and
- * CUDA, beam search, multimodal processors, adapters, the engine) either has no function here or
- * fails with an error saying so; docs/coming-from-onnxruntime-genai.md lists the differences.
+ * Also here: beam search (num_beams), guidance (OgaGeneratorParamsSetGuidance: JSON Schema and
+ * regex) and the engine for batched use (OgaEngine, OgaRequest). What onnxruntime-genai has and
+ * this library does not (execution providers other than CPU and CUDA, Lark grammars, multimodal
+ * processors, adapters, OgaRequestContinue) either has no function here or fails with an error
+ * saying so; docs/coming-from-onnxruntime-genai.md lists the differences.
  */
 #ifndef ONNX_GENAI_C_API_H_
 #define ONNX_GENAI_C_API_H_
