@@ -2,7 +2,9 @@
  * Written as for onnxruntime-genai's ort_genai_c.h; only the #include differs.
  *
  *   cc -std=c11 generate.c -I<prefix>/include -L<prefix>/lib -lonnx_genai -o generate
- *   ./generate MODEL_DIR "Once upon a time" [MAX_LENGTH]
+ *   ./generate MODEL_DIR "Once upon a time" [MAX_LENGTH [REGEX]]
+ *
+ * With REGEX, the generated text is guided to match it (onnxruntime-genai's guidance).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +25,7 @@
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: %s MODEL_DIR PROMPT [MAX_LENGTH]\n", argv[0]);
+    fprintf(stderr, "usage: %s MODEL_DIR PROMPT [MAX_LENGTH [REGEX]]\n", argv[0]);
     return 2;
   }
   const double max_length = argc > 3 ? atof(argv[3]) : 64;
@@ -47,6 +49,7 @@ int main(int argc, char** argv) {
   CHECK(OgaCreateGeneratorParams(model, &params));
   CHECK(OgaGeneratorParamsSetSearchNumber(params, "max_length", max_length));
   CHECK(OgaGeneratorParamsSetSearchBool(params, "do_sample", false));
+  if (argc > 4) CHECK(OgaGeneratorParamsSetGuidance(params, "regex", argv[4], false));
   CHECK(OgaCreateGenerator(model, params, &generator));
   CHECK(OgaGenerator_AppendTokenSequences(generator, prompt));
 

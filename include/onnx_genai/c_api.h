@@ -14,11 +14,14 @@
  * Lifetimes: each Create has its Destroy; a tokenizer, generator params or generator must not
  * outlive the model they were made from. Strings returned through `const char** out` are freed
  * with OgaDestroyString unless the comment says they belong to the object. Not thread-safe: one
- * thread at a time per generator (different generators of one model may run in parallel).
+ * thread at a time per generator (different generators of one model may run in parallel); the
+ * engine section says which engine calls may come from other threads.
  *
- * What onnxruntime-genai has and this library does not (execution providers other than CPU and
- * CUDA, beam search, multimodal processors, adapters, the engine) either has no function here or
- * fails with an error saying so; docs/coming-from-onnxruntime-genai.md lists the differences.
+ * Also here: beam search (num_beams), guidance (OgaGeneratorParamsSetGuidance: JSON Schema and
+ * regex) and the engine for batched use (OgaEngine, OgaRequest). What onnxruntime-genai has and
+ * this library does not (execution providers other than CPU and CUDA, Lark grammars, multimodal
+ * processors, adapters, OgaRequestContinue) either has no function here or fails with an error
+ * saying so; docs/coming-from-onnxruntime-genai.md lists the differences.
  */
 #ifndef ONNX_GENAI_C_API_H_
 #define ONNX_GENAI_C_API_H_
@@ -66,6 +69,8 @@ typedef struct OgaTensor OgaTensor;
 typedef struct OgaStringArray OgaStringArray;
 typedef struct OgaGeneratorParams OgaGeneratorParams;
 typedef struct OgaGenerator OgaGenerator;
+typedef struct OgaEngine OgaEngine;
+typedef struct OgaRequest OgaRequest;
 
 /* ---- results, strings ---------------------------------------------------------------------- */
 
@@ -203,6 +208,17 @@ OGA_EXPORT OgaResult* OGA_API_CALL OgaGeneratorParamsGetSearchNumber(const OgaGe
                                                                      const char* name, double* out);
 OGA_EXPORT OgaResult* OGA_API_CALL OgaGeneratorParamsGetSearchBool(const OgaGeneratorParams* params, const char* name,
                                                                    bool* out);
+/* Guidance (structured output), as onnxruntime-genai names it: `type` "json_schema" (`data` a JSON
+ * Schema, the subset docs/constraints.md lists) or "regex" (`data` an ECMAScript regular
+ * expression the whole output must match). "lark_grammar" is not supported yet; any other type
+ * fails naming the accepted ones; type and data both "" remove the guidance. The schema or
+ * expression is compiled against the model's vocabulary here, so a bad one fails at this call
+ * with the compiler's message. Every sequence's text then stays a prefix of the language, and
+ * eos comes only on a whole match. enable_ff_tokens (onnxruntime-genai's fast-forwarding of
+ * forced tokens) is accepted and changes nothing: forced tokens are still picked one step at a
+ * time. */
+OGA_EXPORT OgaResult* OGA_API_CALL OgaGeneratorParamsSetGuidance(OgaGeneratorParams* params, const char* type,
+                                                                 const char* data, bool enable_ff_tokens);
 
 /* ---- generator ----------------------------------------------------------------------------- */
 
@@ -246,6 +262,67 @@ OGA_EXPORT size_t OGA_API_CALL OgaGenerator_GetSequenceCount(const OgaGenerator*
 OGA_EXPORT const int32_t* OGA_API_CALL OgaGenerator_GetSequenceData(const OgaGenerator* generator, size_t index);
 /* Tokens in the longest sequence. */
 OGA_EXPORT size_t OGA_API_CALL OgaGenerator_TokenCount(const OgaGenerator* generator);
+
+/* ---- engine (many requests, batched) ----------------------------------------------------- */
+
+/* onnxruntime-genai's engine: requests, each with its own generator params and one prompt, are
+ * added at any time; every step runs the model once over all running requests (continuous
+ * batching over a paged KV cache, with prefix caching), and a request's greedy or seeded tokens
+ * are those its own generator would give.
+ *
+ *   OgaRequest* request;  OgaCreateRequest(params, &request);  OgaRequestAddTokens(request, prompt);
+ *   OgaEngineAddRequest(engine, request);
+ *   OgaRequest* ready;
+ *   while (!OgaEngineStep(engine, &ready) && ready) {
+ *     bool more;  int32_t token;
+ *     while (!OgaRequestHasUnseenTokens(ready, &more) && more) OgaRequestGetUnseenToken(ready, &token);
+ *     OgaDestroyRequest(ready);
+ *   }
+ *
+ * Request handles are counted: OgaCreateRequest gives one, each request OgaEngineStep returns is
+ * one more, and each is released with OgaDestroyRequest. A request stays in its engine until
+ * OgaEngineRemoveRequest; if its last handle is released before that, the engine aborts and frees
+ * it. OgaEngineAddRequest, OgaEngineRemoveRequest and OgaDestroyRequest may be called from other
+ * threads while one thread steps; a request's tokens are read on the stepping thread.
+ *
+ * Not here: onnxruntime-genai's main branch's OgaRequestContinue (another turn on a finished
+ * request); its OgaRequestIsTurnComplete is here, meaning OgaRequestIsDone. */
+
+/* The engine loads its own copy of the model's package with the model's providers (the paged KV
+ * cache rewrites attention at load); `model` must outlive it. */
+OGA_EXPORT OgaResult* OGA_API_CALL OgaCreateEngine(OgaModel* model, OgaEngine** out);
+/* Stops what still runs; requests with handles left outlive it, detached. */
+OGA_EXPORT void OGA_API_CALL OgaDestroyEngine(OgaEngine* engine);
+/* `*request`: a request that got tokens (or finished) since it was last returned, with one more
+ * handle; NULL when no request is queued or running. Runs the model only when no request from
+ * the last run is still waiting to be returned. */
+OGA_EXPORT OgaResult* OGA_API_CALL OgaEngineStep(OgaEngine* engine, OgaRequest** request);
+/* Whether a step has anything to do or to return. */
+OGA_EXPORT OgaResult* OGA_API_CALL OgaEngineHasPendingRequests(OgaEngine* engine, bool* out);
+/* Fails on a request without tokens, one already added (a request runs once), one whose params
+ * belong to another model, params with batch_size, num_beams or num_return_sequences other than 1,
+ * and on what adding to the engine refuses (a prompt the context or the KV cache cannot hold,
+ * tokens outside the vocabulary). */
+OGA_EXPORT OgaResult* OGA_API_CALL OgaEngineAddRequest(OgaEngine* engine, OgaRequest* request);
+/* Stops the request if it still runs; it keeps its tokens. Removing a request that is in no
+ * engine does nothing. */
+OGA_EXPORT OgaResult* OGA_API_CALL OgaEngineRemoveRequest(OgaEngine* engine, OgaRequest* request);
+
+/* The params (search options, seed, guidance) are copied. */
+OGA_EXPORT OgaResult* OGA_API_CALL OgaCreateRequest(OgaGeneratorParams* params, OgaRequest** out);
+/* Appends `tokens` (exactly one sequence) to the prompt; only before the request is added. */
+OGA_EXPORT OgaResult* OGA_API_CALL OgaRequestAddTokens(OgaRequest* request, const OgaSequences* tokens);
+OGA_EXPORT void OGA_API_CALL OgaDestroyRequest(OgaRequest* request);
+/* A pointer the library keeps for the caller and never reads. */
+OGA_EXPORT OgaResult* OGA_API_CALL OgaRequestSetOpaqueData(OgaRequest* request, void* opaque_data);
+OGA_EXPORT OgaResult* OGA_API_CALL OgaRequestGetOpaqueData(OgaRequest* request, void** opaque_data);
+/* Generated tokens not yet read (eos included when it ended the request), oldest first;
+ * GetUnseenToken fails when there is none. */
+OGA_EXPORT OgaResult* OGA_API_CALL OgaRequestHasUnseenTokens(const OgaRequest* request, bool* out);
+OGA_EXPORT OgaResult* OGA_API_CALL OgaRequestGetUnseenToken(OgaRequest* request, int32_t* out);
+/* Finished: eos or max_length (a removed request that had not finished is not done). */
+OGA_EXPORT OgaResult* OGA_API_CALL OgaRequestIsDone(const OgaRequest* request, bool* out);
+OGA_EXPORT OgaResult* OGA_API_CALL OgaRequestIsTurnComplete(const OgaRequest* request, bool* out);
 
 #ifdef __cplusplus
 }

@@ -2,6 +2,8 @@
 // the functions that register them with the module.
 #pragma once
 
+#include <map>
+
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
@@ -32,6 +34,16 @@ struct GeneratorParams {
 struct Generator {
   GeneratorHandle handle;
 };
+struct Request {
+  RequestHandle handle;
+  py::object opaque = py::none();  // set_opaque_data's object, kept alive here
+};
+struct Engine {
+  // The Python objects of the added requests, so that step() returns the object the caller
+  // added (onnxruntime_genai's examples find their requests by identity).
+  std::map<OgaRequest*, py::object> added;
+  EngineHandle handle;  // declared last, so destroyed first: requests outlive it detached
+};
 
 // An int32 C-contiguous copy of `tokens` (a list or any integer array).
 using TokenArray = py::array_t<int32_t, py::array::c_style | py::array::forcecast>;
@@ -42,5 +54,6 @@ py::array tensor_to_numpy(OgaTensor* tensor);
 
 void bind_model(py::module_& m);      // Config, Model, Tensor, Tokenizer, TokenizerStream
 void bind_generator(py::module_& m);  // GeneratorParams, Generator
+void bind_engine(py::module_& m);     // Engine, Request
 
 }  // namespace onnx_genai::python

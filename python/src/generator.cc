@@ -135,6 +135,12 @@ void bind_generator(py::module_& m) {
   py::class_<GeneratorParams>(m, "GeneratorParams")
       .def(py::init(&make_params), py::arg("model"), py::keep_alive<1, 2>())
       .def("set_search_options", &set_search_options)
+      .def("set_guidance",
+           [](GeneratorParams& params, const std::string& type, const std::string& data, bool enable_ff_tokens) {
+             py::gil_scoped_release unlocked;  // compiles the constraint (the first one reads the vocabulary)
+             check(OgaGeneratorParamsSetGuidance(params.handle.get(), type.c_str(), data.c_str(), enable_ff_tokens));
+           },
+           py::arg("type"), py::arg("data"), py::arg("enable_ff_tokens") = false)
       .def("get_search_options", &get_search_options);
   py::class_<Generator>(m, "Generator")
       .def(py::init(&make_generator), py::arg("model"), py::arg("params"), py::keep_alive<1, 2>())

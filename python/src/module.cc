@@ -185,4 +185,5 @@ PYBIND11_MODULE(_onnx_genai, m) {
   m.doc() = "onnx-genai: onnxruntime_genai's Python API over onnx-genai's own runtime";
   onnx_genai::python::bind_model(m);
   onnx_genai::python::bind_generator(m);
+  onnx_genai::python::bind_engine(m);
 }

@@ -32,6 +32,8 @@ using TensorHandle = std::unique_ptr<OgaTensor, Deleter<OgaTensor, OgaDestroyTen
 using StringArrayHandle = std::unique_ptr<OgaStringArray, Deleter<OgaStringArray, OgaDestroyStringArray>>;
 using ParamsHandle = std::unique_ptr<OgaGeneratorParams, Deleter<OgaGeneratorParams, OgaDestroyGeneratorParams>>;
 using GeneratorHandle = std::unique_ptr<OgaGenerator, Deleter<OgaGenerator, OgaDestroyGenerator>>;
+using EngineHandle = std::unique_ptr<OgaEngine, Deleter<OgaEngine, OgaDestroyEngine>>;
+using RequestHandle = std::unique_ptr<OgaRequest, Deleter<OgaRequest, OgaDestroyRequest>>;
 
 // Takes ownership of a string the C API allocated.
 inline std::string take_string(const char* text) {

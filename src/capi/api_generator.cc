@@ -1,5 +1,7 @@
 // C API: generator params and generator.
 #include "capi/api_objects.h"
+#include "genai/constraint_processor.h"
+#include "genai/model_parts.h"
 
 using onnx_genai::Status;
 using onnx_genai::capi::guard;
@@ -56,6 +58,22 @@ OgaResult* OgaGeneratorParamsGetSearchBool(const OgaGeneratorParams* params, con
     OG_RETURN_IF_ERROR(require(name, "name"));
     OG_RETURN_IF_ERROR(require(out, "out"));
     OG_ASSIGN_OR_RETURN(*out, onnx_genai::capi::get_search_bool(params->search, name));
+    return Status::ok();
+  });
+}
+
+OgaResult* OgaGeneratorParamsSetGuidance(OgaGeneratorParams* params, const char* type, const char* data,
+                                         bool /*enable_ff_tokens: no fast-forward path; the text is the same*/) {
+  return guard("OgaGeneratorParamsSetGuidance", [&] {
+    OG_RETURN_IF_ERROR(require(params, "params"));
+    OG_RETURN_IF_ERROR(require(type, "type"));
+    OG_RETURN_IF_ERROR(require(data, "data"));
+    OG_ASSIGN_OR_RETURN(std::optional<onnx_genai::ConstraintSpec> spec, onnx_genai::capi::guidance_constraint(type, data));
+    // Compiled now so that a bad schema fails at the call that gave it; each generator compiles
+    // its own copy when it starts.
+    const auto& parts = onnx_genai::genai::ModelAccess::parts(*params->owner->model);
+    OG_RETURN_IF_ERROR(onnx_genai::genai::compile_constraint(parts, spec).status());
+    params->search.constraint = std::move(spec);
     return Status::ok();
   });
 }

@@ -148,6 +148,8 @@ Status create_model(const OgaConfig& config, OgaModel** out) {
   OG_ASSIGN_OR_RETURN(const onnx_genai::genai::ModelOptions options, model_options(config.merged));
   auto model = std::make_unique<OgaModel>();
   OG_ASSIGN_OR_RETURN(model->model, onnx_genai::genai::Model::load(config.path, options));
+  model->path = config.path;
+  model->options = options;
   std::error_code error;
   model->dir = std::filesystem::is_directory(config.path, error)
                    ? config.path

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "capi/engine_bridge.h"
 #include "capi/generator_bridge.h"
 #include "capi/search_options.h"
 #include "onnx_genai/c_api.h"
@@ -48,6 +49,8 @@ struct OgaConfig {
 
 struct OgaModel {
   std::unique_ptr<onnx_genai::genai::Model> model;
+  std::string path;                         // as given, and the options it was loaded with:
+  onnx_genai::genai::ModelOptions options;  // an engine loads its own copy from them
   std::string dir;             // the package folder (chat templates are read from it)
   nlohmann::json search_overlay;  // search.* values the overlays changed
 };
@@ -73,6 +76,10 @@ struct OgaGeneratorParams {
 struct OgaGenerator {
   explicit OgaGenerator(onnx_genai::capi::GeneratorBridge b) : bridge(std::move(b)) {}
   onnx_genai::capi::GeneratorBridge bridge;
+};
+
+struct OgaEngine {
+  std::unique_ptr<onnx_genai::capi::EngineBridge> bridge;
 };
 
 namespace onnx_genai::capi {

@@ -1,4 +1,5 @@
-// Search options by onnxruntime-genai's key names: a table of keys, each with its slot and range.
+// Search options by onnxruntime-genai's key names: a table of keys, each with its slot and range;
+// guidance by its type names: a table of types, each with its constraint kind.
 #include "capi/search_options.h"
 
 #include <algorithm>
@@ -76,6 +77,18 @@ Status unknown(std::string_view name, const char* kind) {
   return OG_ERROR("unknown search option '", name, "' (known: ", known, ")");
 }
 
+struct GuidanceType {
+  std::string_view name;
+  std::optional<ConstraintKind> kind;  // none: not supported yet
+};
+
+// onnxruntime-genai's guidance types (its llguidance takes these three; "json_object" is not one).
+constexpr GuidanceType kGuidanceTypes[] = {
+    {"json_schema", ConstraintKind::kJsonSchema},
+    {"regex", ConstraintKind::kRegex},
+    {"lark_grammar", std::nullopt},
+};
+
 int32_t to_int32(double value) { return static_cast<int32_t>(std::clamp(value, -2147483648.0, 2147483647.0)); }
 
 }  // namespace
@@ -140,6 +153,19 @@ Status set_search_value(SearchOptions& options, std::string_view name, const nlo
   return OG_ERROR("search option '", name, "' must be a number or a bool, got ", value.dump());
 }
 
+Result<std::optional<ConstraintSpec>> guidance_constraint(std::string_view type, std::string_view data) {
+  if (type.empty() && data.empty()) return std::optional<ConstraintSpec>();
+  for (const GuidanceType& known : kGuidanceTypes) {
+    if (known.name != type) continue;
+    if (!known.kind) return OG_ERROR("guidance type ", type, " is not supported yet");
+    if (data.empty()) return OG_ERROR("guidance type ", type, " needs data (the schema or expression), got none");
+    return std::optional<ConstraintSpec>(ConstraintSpec{*known.kind, std::string(data)});
+  }
+  std::string accepted;
+  for (const GuidanceType& known : kGuidanceTypes) accepted += std::string(accepted.empty() ? "" : ", ") + std::string(known.name);
+  return OG_ERROR("unknown guidance type '", type, "' (onnxruntime-genai's types: ", accepted, ")");
+}
+
 Result<genai::GeneratorParams> generator_params(const SearchOptions& options,
                                                 std::vector<std::vector<int32_t>> prompts) {
   if (options.diversity_penalty != 0) {
@@ -169,9 +195,28 @@ Result<genai::GeneratorParams> generator_params(const SearchOptions& options,
   // min_length counts the prompt (of a padded batch: its longest), the Generator new tokens.
   params.min_new_tokens = std::max<int64_t>(0, static_cast<int64_t>(options.min_length) - static_cast<int64_t>(longest));
   params.prompts = std::move(prompts);
+  params.constraint = options.constraint;
   OG_RETURN_IF_ERROR(s.validate());
   OG_RETURN_IF_ERROR(genai::check_beam_params(params));
   return params;
+}
+
+Result<genai::RequestParams> request_params(const SearchOptions& options, const std::vector<int32_t>& prompt) {
+  for (const auto& [name, value] : {std::pair{"batch_size", options.batch_size}, std::pair{"num_beams", options.num_beams},
+                                    std::pair{"num_return_sequences", options.num_return_sequences}}) {
+    if (value != 1) return OG_ERROR("an engine request is one sequence: ", name, " must be 1, got ", value);
+  }
+  OG_ASSIGN_OR_RETURN(const genai::GeneratorParams g, generator_params(options, {prompt}));
+  genai::RequestParams r;
+  r.sampling = g.sampling;
+  r.max_new_tokens = g.max_new_tokens;
+  r.min_new_tokens = g.min_new_tokens;
+  r.max_length = g.max_length;
+  r.stop_strings = g.stop_strings;
+  r.ignore_eos = g.ignore_eos;
+  r.skip_special_tokens = g.skip_special_tokens;
+  r.constraint = g.constraint;
+  return r;
 }
 
 }  // namespace onnx_genai::capi

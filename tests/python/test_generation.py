@@ -6,22 +6,9 @@ import numpy as np
 import pytest
 
 import onnx_genai as og
-from conftest import MODEL_DIR
+from conftest import MODEL_DIR, generate, run_without_the_gil
 
 PROMPT = "The Lord is my shepherd"
-
-
-def generate(model, tokenizer, prompt, **options):
-    params = og.GeneratorParams(model)
-    params.set_search_options(**options)
-    generator = og.Generator(model, params)
-    generator.append_tokens(tokenizer.encode(prompt))
-    stream = tokenizer.create_stream()
-    text = ""
-    while not generator.is_done():
-        generator.generate_next_token()
-        text += stream.decode(generator.get_next_tokens()[0])
-    return generator, text
 
 
 def test_greedy_loop_matches_the_cli(model, tokenizer, cli):
@@ -164,37 +151,10 @@ def test_errors_carry_the_library_message(model):
 
 
 def test_the_gil_is_released_while_the_model_runs(model, tokenizer):
-    # A second Python thread must run while generate_next_token prefills ~450 tokens. With a
-    # switch interval of 1 s, a thread holding the GIL keeps it past the call's end, so no tick
-    # of the main thread could fall inside the call unless the call released the GIL.
-    import sys
-    import threading
-    import time
-
+    # generate_next_token prefills ~450 tokens.
     prompt = tokenizer.encode(" ".join(["and the earth was without form, and void;"] * 45))[:450]
     params = og.GeneratorParams(model)
     params.set_search_options(max_length=460)
     generator = og.Generator(model, params)
     generator.append_tokens(prompt)
-    window, ticks = [], []
-    started = threading.Event()
-
-    def work():
-        started.set()
-        begin = time.monotonic()
-        generator.generate_next_token()
-        window.extend([begin, time.monotonic()])
-
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1.0)
-    try:
-        worker = threading.Thread(target=work)
-        worker.start()
-        started.wait()
-        while worker.is_alive():
-            ticks.append(time.monotonic())
-        worker.join()
-    finally:
-        sys.setswitchinterval(interval)
-    begin, end = window
-    assert any(begin < tick < end for tick in ticks), f"no tick inside the {1000 * (end - begin):.1f} ms call"
+    run_without_the_gil(generator.generate_next_token)
