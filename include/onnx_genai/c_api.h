@@ -210,8 +210,8 @@ OGA_EXPORT OgaResult* OGA_API_CALL OgaGeneratorParamsGetSearchBool(const OgaGene
                                                                    bool* out);
 /* Guidance (structured output), as onnxruntime-genai names it: `type` "json_schema" (`data` a JSON
  * Schema, the subset docs/constraints.md lists) or "regex" (`data` an ECMAScript regular
- * expression the whole output must match). "lark_grammar" is not supported yet; any other type
- * fails naming the accepted ones; type and data both "" remove the guidance. The schema or
+ * expression the whole output must match) or "lark_grammar" (llguidance's Lark dialect, as
+ * docs/constraints.md lists); any other type fails naming the accepted ones; type and data both "" remove the guidance. The schema or
  * expression is compiled against the model's vocabulary here, so a bad one fails at this call
  * with the compiler's message. Every sequence's text then stays a prefix of the language, and
  * eos comes only on a whole match. enable_ff_tokens (onnxruntime-genai's fast-forwarding of

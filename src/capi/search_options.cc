@@ -79,14 +79,14 @@ Status unknown(std::string_view name, const char* kind) {
 
 struct GuidanceType {
   std::string_view name;
-  std::optional<ConstraintKind> kind;  // none: not supported yet
+  ConstraintKind kind;
 };
 
 // onnxruntime-genai's guidance types (its llguidance takes these three; "json_object" is not one).
 constexpr GuidanceType kGuidanceTypes[] = {
     {"json_schema", ConstraintKind::kJsonSchema},
     {"regex", ConstraintKind::kRegex},
-    {"lark_grammar", std::nullopt},
+    {"lark_grammar", ConstraintKind::kLarkGrammar},
 };
 
 int32_t to_int32(double value) { return static_cast<int32_t>(std::clamp(value, -2147483648.0, 2147483647.0)); }
@@ -157,9 +157,8 @@ Result<std::optional<ConstraintSpec>> guidance_constraint(std::string_view type,
   if (type.empty() && data.empty()) return std::optional<ConstraintSpec>();
   for (const GuidanceType& known : kGuidanceTypes) {
     if (known.name != type) continue;
-    if (!known.kind) return OG_ERROR("guidance type ", type, " is not supported yet");
     if (data.empty()) return OG_ERROR("guidance type ", type, " needs data (the schema or expression), got none");
-    return std::optional<ConstraintSpec>(ConstraintSpec{*known.kind, std::string(data)});
+    return std::optional<ConstraintSpec>(ConstraintSpec{known.kind, std::string(data)});
   }
   std::string accepted;
   for (const GuidanceType& known : kGuidanceTypes) accepted += std::string(accepted.empty() ? "" : ", ") + std::string(known.name);

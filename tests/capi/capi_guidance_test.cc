@@ -54,6 +54,14 @@ TEST_F(CApiGuidanceTest, RegexOutputMatchesTheWholeExpression) {
   EXPECT_TRUE(std::regex_match(text, std::regex(regex, std::regex::ECMAScript))) << text;
 }
 
+// The Lark grammar's sentences are the regex's, so std::regex is the independent check.
+TEST_F(CApiGuidanceTest, LarkGrammarOutputIsASentenceOfTheGrammar) {
+  const char* grammar = "start: answer \", \" COUNT \" \" animal \".\"\nanswer: \"yes\" | \"no\"\n"
+                        "animal: \"sheep\" | \"goats\"\nCOUNT: /[0-9]{2,4}/\n";
+  const std::string text = guided("Count the flock:", "lark_grammar", grammar, {ConstraintKind::kLarkGrammar, grammar});
+  EXPECT_TRUE(std::regex_match(text, std::regex("(yes|no), [0-9]{2,4} (sheep|goats)\\.", std::regex::ECMAScript))) << text;
+}
+
 TEST_F(CApiGuidanceTest, EmptyTypeAndDataRemoveTheGuidance) {
   const std::vector<int32_t> prompt = encode("The Lord is my shepherd");
   const auto p = params({});
@@ -64,8 +72,8 @@ TEST_F(CApiGuidanceTest, EmptyTypeAndDataRemoveTheGuidance) {
 
 TEST_F(CApiGuidanceTest, BadGuidanceFailsAtTheCallWithTheReason) {
   const auto p = params({});
-  EXPECT_EQ(message(OgaGeneratorParamsSetGuidance(p.get(), "lark_grammar", "start: \"a\"", false)),
-            "OgaGeneratorParamsSetGuidance: guidance type lark_grammar is not supported yet");
+  EXPECT_EQ(message(OgaGeneratorParamsSetGuidance(p.get(), "lark_grammar", "%import common.NUMBER\nstart: NUMBER", false)).rfind(
+                "OgaGeneratorParamsSetGuidance: lark grammar:1:", 0), 0u);
   EXPECT_EQ(message(OgaGeneratorParamsSetGuidance(p.get(), "json_object", "{}", false)),
             "OgaGeneratorParamsSetGuidance: unknown guidance type 'json_object' (onnxruntime-genai's types: "
             "json_schema, regex, lark_grammar)");
