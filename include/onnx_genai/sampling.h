@@ -208,6 +208,13 @@ class Sampler {
   // lie in [0, vocab_size) and prompt_length must not exceed the history.
   Result<SampledToken> sample(std::span<const float> logits, const TokenHistory& history);
 
+  // Speculative decoding's check of a token a proposer drafted for this position with certainty:
+  // greedy, the token sample() gives; sampling, `draft` with the probability the processed
+  // distribution gives it, else a draw from that distribution with `draft` left out. The token
+  // then follows the distribution sample() draws from (the rejection scheme of Leviathan et al.
+  // 2023 and Chen et al. 2023 for a one-point draft distribution).
+  Result<SampledToken> sample_given_draft(std::span<const float> logits, const TokenHistory& history, int32_t draft);
+
   // The uniform in [0, 1) that the next draw would take, advancing this Sampler's generator as
   // that draw would: for a device that runs the chain and the draw itself (the generator's
   // on-device sampling, src/genai/device_sampling.h), so that a seed gives the same tokens there.
@@ -216,6 +223,8 @@ class Sampler {
  private:
   Sampler(const SamplingParams& params, int32_t vocab_size, LogitProcessorChain processors);
   Status check_inputs(std::span<const float> logits, const TokenHistory& history) const;
+  Status process(std::span<const float> logits, const TokenHistory& history);
+  SampledToken result_for(int32_t token, std::span<const float> raw_logits);
   void report_logprobs(std::span<const float> raw_logits, SampledToken& result);
 
   int32_t vocab_size_ = 0;

@@ -24,23 +24,33 @@ Result<int32_t> pick_greedy(const Candidates& candidates) {
   return best;
 }
 
-Result<int32_t> draw(const Candidates& candidates, FunctionRef<double()> next_uniform, std::vector<float>& weights) {
-  const std::span<const float> logits = candidates.logits();
-  const std::span<const int32_t> ids = candidates.ids();
-  exp_weights(logits, ids, weights);
-  const uint64_t total = fixed_total(weights);
-  if (total == 0) return nothing_left();
-  // Inverse CDF in ascending id order. The target is uniform over [0, total) (the product can
-  // round up to total when total exceeds 2^53, hence the clamp); the running sum is exact and ends
-  // at total, so some token always passes it.
-  const double uniform = next_uniform();
-  const uint64_t target = std::min(static_cast<uint64_t>(uniform * static_cast<double>(total)), total - 1);
+// A point of [0, total) from a uniform in [0, 1) (the product can round up to total when total
+// exceeds 2^53, hence the clamp).
+uint64_t fixed_point_target(double uniform, uint64_t total) {
+  return std::min(static_cast<uint64_t>(uniform * static_cast<double>(total)), total - 1);
+}
+
+// Inverse CDF in ascending id order over the fixed-point weights of `ids`, leaving out index
+// `skip` (none when it is ids.size()), whose mass `total` excludes. The running sum is exact and
+// ends at total, so some token always passes the target.
+int32_t inverse_cdf(std::span<const int32_t> ids, const std::vector<float>& weights, uint64_t total, size_t skip,
+                    double uniform) {
+  const uint64_t target = fixed_point_target(uniform, total);
   uint64_t cumulative = 0;
   for (size_t i = 0; i < ids.size(); ++i) {
+    if (i == skip) continue;
     cumulative += to_fixed(weights[i]);
     if (cumulative > target) return ids[i];
   }
   return ids.back();  // unreachable: cumulative ends at total > target
+}
+
+Result<int32_t> draw(const Candidates& candidates, FunctionRef<double()> next_uniform, std::vector<float>& weights) {
+  const std::span<const int32_t> ids = candidates.ids();
+  exp_weights(candidates.logits(), ids, weights);
+  const uint64_t total = fixed_total(weights);
+  if (total == 0) return nothing_left();
+  return inverse_cdf(ids, weights, total, ids.size(), next_uniform());
 }
 
 }  // namespace
@@ -61,6 +71,21 @@ Status nothing_left() { return OG_ERROR("sampling: every token has been filtered
 Result<int32_t> pick_token(const Candidates& candidates, bool greedy, FunctionRef<double()> next_uniform,
                            std::vector<float>& weights) {
   return greedy ? pick_greedy(candidates) : draw(candidates, next_uniform, weights);
+}
+
+Result<int32_t> pick_given_draft(const Candidates& candidates, bool greedy, int32_t draft,
+                                 FunctionRef<double()> next_uniform, std::vector<float>& weights) {
+  if (greedy) return pick_greedy(candidates);
+  const std::span<const int32_t> ids = candidates.ids();
+  exp_weights(candidates.logits(), ids, weights);
+  const uint64_t total = fixed_total(weights);
+  if (total == 0) return nothing_left();
+  const auto found = std::lower_bound(ids.begin(), ids.end(), draft);
+  const size_t index = static_cast<size_t>(found - ids.begin());
+  const uint64_t draft_mass = found != ids.end() && *found == draft ? to_fixed(weights[index]) : 0;
+  if (fixed_point_target(next_uniform(), total) < draft_mass) return draft;
+  // Rejected: the residual max(0, p - q) of a one-point q is p without the draft, renormalised.
+  return inverse_cdf(ids, weights, total - draft_mass, draft_mass > 0 ? index : ids.size(), next_uniform());
 }
 
 }  // namespace onnx_genai::sampling

@@ -94,19 +94,37 @@ Status Sampler::check_inputs(std::span<const float> logits, const TokenHistory& 
   return Status::ok();
 }
 
-Result<SampledToken> Sampler::sample(std::span<const float> logits, const TokenHistory& history) {
+Status Sampler::process(std::span<const float> logits, const TokenHistory& history) {
   OG_RETURN_IF_ERROR(check_inputs(logits, history));
   candidates_.assign(logits);
   for (const auto& processor : processors_) {
     OG_RETURN_IF_ERROR(processor->apply(history, candidates_).with_context(
         detail::concat("sampling: ", processor->name())));
   }
-  OG_ASSIGN_OR_RETURN(const int32_t token, sampling::pick_token(candidates_, greedy_, [this] { return next_uniform(); },
-                                                                weights_));
+  return Status::ok();
+}
+
+SampledToken Sampler::result_for(int32_t token, std::span<const float> raw_logits) {
   SampledToken result;
   result.token = token;
-  if (logprobs_) report_logprobs(logits, result);
+  if (logprobs_) report_logprobs(raw_logits, result);
   return result;
+}
+
+Result<SampledToken> Sampler::sample(std::span<const float> logits, const TokenHistory& history) {
+  OG_RETURN_IF_ERROR(process(logits, history));
+  OG_ASSIGN_OR_RETURN(const int32_t token, sampling::pick_token(candidates_, greedy_, [this] { return next_uniform(); },
+                                                                weights_));
+  return result_for(token, logits);
+}
+
+Result<SampledToken> Sampler::sample_given_draft(std::span<const float> logits, const TokenHistory& history,
+                                                 int32_t draft) {
+  OG_RETURN_IF_ERROR(process(logits, history));
+  OG_ASSIGN_OR_RETURN(const int32_t token,
+                      sampling::pick_given_draft(candidates_, greedy_, draft, [this] { return next_uniform(); },
+                                                 weights_));
+  return result_for(token, logits);
 }
 
 double Sampler::next_uniform() { return sampling::sfc64_next_double(rng_state_); }
