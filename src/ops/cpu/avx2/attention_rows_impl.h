@@ -57,6 +57,16 @@ inline void store_lane_sums4(const VecF* acc, float* out) {
   _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(u), _mm256_extractf128_ps(u, 1)));
 }
 
+// One score's lane sum by the same tree as store_lane_sums8/4, so that a key's score does not
+// depend on whether it came in a group of keys or alone (a query row then gives the same numbers
+// whatever the rows beside it: a speculative verify step equals the decode steps it replaces).
+inline float lane_sum(VecF a) {
+  const VecF four[4] = {a, VecF::splat(0.0f), VecF::splat(0.0f), VecF::splat(0.0f)};
+  float sums[4];
+  store_lane_sums4(four, sums);
+  return sums[0];
+}
+
 template <int kKeys>
 inline void dot_keys(const float* q, const float* k, int64_t stride, int64_t d, float* scores) {
   constexpr int64_t kW = VecF::kWidth;
@@ -74,7 +84,7 @@ inline void dot_keys(const float* q, const float* k, int64_t stride, int64_t d, 
   if constexpr (kKeys == kDotKeys) {
     store_lane_sums8(acc, scores);
   } else {
-    for (int r = 0; r < kKeys; ++r) scores[r] = reduce_add(acc[r]);
+    for (int r = 0; r < kKeys; ++r) scores[r] = lane_sum(acc[r]);
   }
 }
 
@@ -179,7 +189,7 @@ inline void dot_tile_keys(const float* const* q, const float* k, int64_t stride,
     if constexpr (kKeys == 4) {
       store_lane_sums4(acc[r], scores[r] + first);
     } else {
-      for (int c = 0; c < kKeys; ++c) scores[r][first + c] = reduce_add(acc[r][c]);
+      for (int c = 0; c < kKeys; ++c) scores[r][first + c] = lane_sum(acc[r][c]);
     }
   }
 }
