@@ -105,6 +105,33 @@ struct BeamSearchParams {
   int32_t num_return_sequences = 1;  // in [1, num_beams]: the best hypotheses of each prompt
 };
 
+// Speculative decoding (src/genai/speculative.h): each step a proposer drafts up to draft_tokens
+// tokens, one decoder run over the last token and the draft scores them all, the longest agreeing
+// prefix is kept with one token of the model's own after it, and the KV cache forgets the rest.
+// Lossless: greedy gives the tokens plain greedy decoding gives; sampling accepts a drafted token
+// with the probability the processed distribution gives it and otherwise draws from the rest of
+// that distribution, so the tokens follow the same distribution (not the same draws for a seed).
+// One prompt, no beams, no constraint; the model must return logits for several positions.
+class Model;
+
+enum class SpeculativeMethod {
+  kNone,
+  kNgram,       // prompt lookup: continue the latest earlier occurrence of the text's last n-gram
+  kDraftModel,  // a smaller model with the same vocabulary drafts greedily in its own KV cache
+};
+std::string_view speculative_method_name(SpeculativeMethod method);  // "none", "ngram", "draft"
+
+struct SpeculativeParams {
+  SpeculativeMethod method = SpeculativeMethod::kNone;
+  int32_t draft_tokens = 4;      // K: the most tokens drafted per step, in [1, 15]
+  // kNgram: the longest n-gram first, down to the shortest.
+  int32_t ngram_max = 3, ngram_min = 1;
+  const Model* draft_model = nullptr;  // kDraftModel; must outlive the Generator
+  // Per sequence: K grows while whole drafts are accepted and shrinks when they are not; at K = 1
+  // a low acceptance rate pauses drafting for a while (plain steps), then it tries again.
+  bool adaptive = true;
+};
+
 struct GeneratorParams {
   SamplingParams sampling;           // greedy when sampling.is_greedy()
   BeamSearchParams beam;
@@ -122,6 +149,7 @@ struct GeneratorParams {
   // are sampled on the host, and sampling.no_repeat_ngram_size does not apply to them (grammars
   // force repeats: indentation, "}, {").
   std::optional<ConstraintSpec> constraint;
+  SpeculativeParams speculative;
 };
 
 enum class FinishReason { kNone, kEos, kStopString, kLength, kAborted };
@@ -131,9 +159,16 @@ std::string_view finish_reason_name(FinishReason reason);
 struct GenerationStats {
   int64_t prefill_tokens = 0;   // prompt tokens fed (padding excluded), all sequences
   double prefill_seconds = 0;
-  int64_t decode_steps = 0;     // single-token decoder runs
+  int64_t decode_steps = 0;     // decoder runs after the prompt (one token each, or a verified draft)
+  int64_t decode_tokens = 0;    // tokens those runs gave (decode_steps without speculation)
   double decode_seconds = 0;
   double sampling_seconds = 0;  // sampling and detokenizing, all steps
+  // Speculative decoding: steps that verified a draft (also counted in decode_steps, their time
+  // in decode_seconds with the drafting), tokens drafted, and drafted tokens accepted.
+  int64_t speculative_steps = 0;
+  int64_t drafted_tokens = 0;
+  int64_t accepted_tokens = 0;
+  double drafting_seconds = 0;
 };
 
 class Generator;

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/run_support.h"
+#include "cli/speculative_options.h"
 #include "cli/terminal_feedback.h"
 #include "onnx_genai/genai.h"
 
@@ -29,6 +30,7 @@ struct BenchOptions {
   genai::ModelOptions model;  // --threads, --device
   bool json = false;
   bool all_logits = false;  // run the LM head over every prompt position, as the graph asks
+  SpeculativeOptions speculative;
 };
 
 Result<BenchOptions> parse_bench_options(std::span<const std::string> args) {
@@ -41,7 +43,9 @@ Result<BenchOptions> parse_bench_options(std::span<const std::string> args) {
   table.valued["--step-tokens"] = integer_option(o.step_tokens, 1, 16);
   add_model_options(table, o.model);
   table.flags = {{"--json", &o.json}, {"--all-logits", &o.all_logits}};
+  add_speculative_options(table, o.speculative);
   OG_RETURN_IF_ERROR(parse_options(args, table, o.model_path));
+  if (o.speculative.proposer && o.step_tokens > 1) return OG_ERROR("--speculative and --step-tokens exclude each other");
   return o;
 }
 
@@ -94,12 +98,16 @@ double peak_rss_mib() {
 // `decode_plan`: the session's statistics after the last run, whose last plan is a decode step's.
 nlohmann::ordered_json summarize(const BenchOptions& options, const std::vector<RunTimes>& runs,
                                  const SessionStats& decode_plan) {
-  double prefill_tokens = 0, prefill_seconds = 0, decode_steps = 0, decode_seconds = 0, ttft = 0;
+  double prefill_tokens = 0, prefill_seconds = 0, decode_tokens = 0, decode_seconds = 0, ttft = 0;
+  genai::GenerationStats speculation;
   std::vector<double> steps;
   for (const RunTimes& run : runs) {
     prefill_tokens += static_cast<double>(run.stats.prefill_tokens);
     prefill_seconds += run.stats.prefill_seconds;
-    decode_steps += static_cast<double>(run.stats.decode_steps);
+    decode_tokens += static_cast<double>(run.stats.decode_tokens);
+    speculation.speculative_steps += run.stats.speculative_steps;
+    speculation.drafted_tokens += run.stats.drafted_tokens;
+    speculation.accepted_tokens += run.stats.accepted_tokens;
     decode_seconds += run.stats.decode_seconds;
     ttft += run.first_token_seconds;
     steps.insert(steps.end(), run.step_seconds.begin(), run.step_seconds.end());
@@ -111,13 +119,16 @@ nlohmann::ordered_json summarize(const BenchOptions& options, const std::vector<
     // The generator counts runs of several tokens as prefill: take the bench's own clocks.
     prefill_tokens = static_cast<double>(options.prompt_len * options.repeat);
     prefill_seconds = ttft;
-    decode_steps = static_cast<double>(steps.size());
+    decode_tokens = static_cast<double>(steps.size());
     decode_seconds = step_seconds;
   }
   return {{"prompt_len", options.prompt_len}, {"gen_len", options.gen_len}, {"repeat", options.repeat},
           {"threads", options.model.num_threads}, {"step_tokens", options.step_tokens},
           {"prefill_tok_s", rate(prefill_tokens, prefill_seconds)},
-          {"decode_tok_s", rate(decode_steps, decode_seconds)},
+          {"decode_tok_s", rate(decode_tokens, decode_seconds)},
+          {"speculative_steps", speculation.speculative_steps},
+          {"drafted_tokens", speculation.drafted_tokens},
+          {"accepted_tokens", speculation.accepted_tokens},
           {"decode_step_ms", steps.empty() ? 0.0 : step_seconds / static_cast<double>(steps.size()) * 1e3},
           {"ttft_ms", ttft / static_cast<double>(runs.size()) * 1e3},
           {"itl_p50_ms", percentile(steps, 50) * 1e3},
@@ -147,6 +158,13 @@ void print_table(const nlohmann::ordered_json& summary) {
   }
   std::printf("  prefill       %10.1f tok/s\n", summary["prefill_tok_s"].get<double>());
   std::printf("  decode        %10.1f tok/s\n", summary["decode_tok_s"].get<double>());
+  if (summary["speculative_steps"].get<long long>() > 0) {
+    const auto drafted = summary["drafted_tokens"].get<double>(), accepted = summary["accepted_tokens"].get<double>();
+    std::printf("  speculative   %lld verify steps, %.0f drafted, %.0f accepted (%.1f%%), %.2f per step\n",
+                summary["speculative_steps"].get<long long>(), drafted, accepted,
+                drafted > 0 ? 100.0 * accepted / drafted : 0.0,
+                accepted / summary["speculative_steps"].get<double>());
+  }
   std::printf("  TTFT          %10.2f ms\n", summary["ttft_ms"].get<double>());
   std::printf("  ITL p50       %10.2f ms\n", summary["itl_p50_ms"].get<double>());
   std::printf("  ITL p90       %10.2f ms\n", summary["itl_p90_ms"].get<double>());
@@ -197,6 +215,9 @@ int run_bench(std::span<const std::string> args) {
   if (const Tokenizer* tokenizer = (*model)->tokenizer()) vocab = std::min<int64_t>(vocab, tokenizer->vocab_size());
   params.prompts = {synthetic_prompt(options->prompt_len, vocab)};
   const std::vector<int32_t> filler = synthetic_prompt(options->step_tokens - 1, vocab);
+  auto speculative = load_speculative(options->speculative, model_options);
+  if (!speculative.is_ok()) return report(kExitBadInput, speculative.status().message());
+  params.speculative = speculative->params;
   // The warm-up also validates the lengths against the context before anything is measured.
   auto warm_up = time_one_run(**model, params, filler);
   if (!warm_up.is_ok()) return report(kExitBadInput, warm_up.status().message());

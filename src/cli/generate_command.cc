@@ -8,6 +8,7 @@
 
 #include "cli/generate_options.h"
 #include "cli/run_support.h"
+#include "cli/speculative_options.h"
 #include "cli/terminal_feedback.h"
 #include "onnx_genai/genai.h"
 
@@ -42,6 +43,8 @@ genai::GeneratorParams make_params(const genai::Model& model, const GenerateOpti
   if (options.top_p) s.top_p = *options.top_p;
   if (options.min_p) s.min_p = *options.min_p;
   if (options.seed) s.seed = *options.seed;
+  if (options.repetition_penalty) s.repetition_penalty = *options.repetition_penalty;
+  if (options.no_repeat_ngram_size) s.no_repeat_ngram_size = *options.no_repeat_ngram_size;
   if (options.max_new_tokens) params.max_new_tokens = *options.max_new_tokens;
   if (options.min_new_tokens) params.min_new_tokens = *options.min_new_tokens;
   if (options.prefill_chunk) params.prefill_chunk = *options.prefill_chunk;
@@ -72,12 +75,12 @@ void print_stats(const genai::Model& model, const genai::Generator& generator, d
   const auto rate = [](double count, double seconds) { return seconds > 0 ? count / seconds : 0.0; };
   const size_t generated = generator.tokens(0).size() - generator.prompt_length(0);
   std::fprintf(stderr,
-               "load %.1f ms; prefill %lld tokens in %.1f ms (%.1f tok/s); decode %lld steps in %.1f ms (%.1f tok/s); "
+               "load %.1f ms; prefill %lld tokens in %.1f ms (%.1f tok/s); decode %lld tokens in %.1f ms (%.1f tok/s); "
                "sampling %.1f ms; %zu tokens generated (%s); plans compiled %lld, cache hits %lld; KV capacity %lld "
                "positions after %lld growths\n",
                load_seconds * 1e3, static_cast<long long>(g.prefill_tokens), g.prefill_seconds * 1e3,
-               rate(static_cast<double>(g.prefill_tokens), g.prefill_seconds), static_cast<long long>(g.decode_steps),
-               g.decode_seconds * 1e3, rate(static_cast<double>(g.decode_steps), g.decode_seconds), g.sampling_seconds * 1e3,
+               rate(static_cast<double>(g.prefill_tokens), g.prefill_seconds), static_cast<long long>(g.decode_tokens),
+               g.decode_seconds * 1e3, rate(static_cast<double>(g.decode_tokens), g.decode_seconds), g.sampling_seconds * 1e3,
                generated, std::string(genai::finish_reason_name(generator.finish_reason(0))).c_str(),
                static_cast<long long>(s.plans_compiled), static_cast<long long>(s.plan_cache_hits),
                static_cast<long long>(generator.kv_capacity()), static_cast<long long>(generator.kv_growths()));
@@ -107,6 +110,9 @@ int run_generate(std::span<const std::string> args) {
   auto constraint = read_constraint(*options);
   if (!constraint.is_ok()) return report(kExitBadInput, constraint.status().message());
   params.constraint = std::move(*constraint);
+  auto speculative = load_speculative(options->speculative, model_options);
+  if (!speculative.is_ok()) return report(kExitBadInput, speculative.status().message());
+  params.speculative = speculative->params;
   auto generator = genai::Generator::create(**model, params);
   if (!generator.is_ok()) return report(kExitBadInput, generator.status().message());
 
@@ -130,6 +136,8 @@ int run_generate(std::span<const std::string> args) {
   if (!status.is_ok()) return report(kExitFailed, status.message());
   if (options->stats) {
     print_stats(**model, **generator, load_seconds);
+    const std::string summary = speculative_summary(params.speculative, (*generator)->stats());
+    if (!summary.empty()) std::fprintf(stderr, "%s\n", summary.c_str());
   } else {
     print_reply_stats_line((*generator)->stats(), (*generator)->tokens(0).size() - (*generator)->prompt_length(0));
   }

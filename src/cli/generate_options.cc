@@ -48,6 +48,9 @@ OptionTable option_table(GenerateOptions& o) {
       {"--top-p", number<float>(o.top_p, 0.0f, 1.0f)},
       {"--min-p", number<float>(o.min_p, 0.0f, 1.0f)},
       {"--top-k", number<int32_t>(o.top_k, 0, std::numeric_limits<int32_t>::max())},
+      // The package's search settings otherwise; greedy decoding applies them too.
+      {"--repetition-penalty", number<float>(o.repetition_penalty, 1e-6f, kMaxFloat)},
+      {"--no-repeat-ngram-size", number<int32_t>(o.no_repeat_ngram_size, 0, std::numeric_limits<int32_t>::max())},
       {"--seed", number<uint64_t>(o.seed, 0, std::numeric_limits<uint64_t>::max())},
       // Checked against each other by the Generator (num_return_sequences <= num_beams...).
       {"--num-beams", number<int32_t>(o.num_beams, 1, std::numeric_limits<int32_t>::max())},
@@ -78,6 +81,7 @@ OptionTable option_table(GenerateOptions& o) {
                  {"--json-object", &o.json_object}};
   add_model_options(table, o.model);
   add_input_limit_option(table, o.max_input_bytes);
+  add_speculative_options(table, o.speculative);
   return table;
 }
 

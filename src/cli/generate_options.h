@@ -1,6 +1,7 @@
 // `onnx-genai generate` arguments:
 //   [MODEL] [--prompt TEXT] [--chat] [--system TEXT] [--max-new-tokens N] [--min-new-tokens N]
 //   [--temperature F] [--top-k N] [--top-p F] [--min-p F] [--seed N] [--greedy] [--stop TEXT ...]
+//   [--repetition-penalty F] [--no-repeat-ngram-size N]
 //   [--ignore-eos] [--prefill-chunk N] [--truncate] [--threads N] [--device cpu|cuda[:N]]
 //   [--mask-at-capacity on|off]
 //   [--stream] [--stats] [--max-input-bytes N]
@@ -8,6 +9,8 @@
 //                                                       (structured output, include/onnx_genai/constraints.h)
 //   [--num-beams N] [--length-penalty F] [--early-stopping true|false|never] [--num-return-sequences N]
 //                                                       (beam search, genai::BeamSearchParams)
+//   [--speculative ngram|DRAFT_DIR] [--draft-tokens K] [--ngram-max N]
+//                                                       (speculative decoding, cli/speculative_options.h)
 // Options take their value as the next argument or after '=' (--top-k=40).
 #pragma once
 
@@ -18,6 +21,7 @@
 #include <vector>
 
 #include "cli/run_support.h"
+#include "cli/speculative_options.h"
 #include "onnx_genai/genai.h"
 #include "onnx_genai/status.h"
 
@@ -29,7 +33,8 @@ struct GenerateOptions {
   bool chat = false;                  // wrap the prompt in the model's chat template
   std::optional<std::string> system;  // chat system message
   std::optional<int64_t> max_new_tokens, min_new_tokens, prefill_chunk;
-  std::optional<float> temperature, top_p, min_p;
+  std::optional<float> temperature, top_p, min_p, repetition_penalty;
+  std::optional<int32_t> no_repeat_ngram_size;
   std::optional<int32_t> top_k;
   std::optional<uint64_t> seed;
   bool greedy = false;
@@ -48,6 +53,7 @@ struct GenerateOptions {
   std::optional<int32_t> num_beams, num_return_sequences;
   std::optional<float> length_penalty;
   std::optional<genai::EarlyStopping> early_stopping;
+  SpeculativeOptions speculative;
 
   // Any of the distribution flags asks for sampling (unless --greedy).
   bool asks_for_sampling() const { return temperature || top_p || min_p || top_k; }

@@ -78,6 +78,7 @@ genai::GenerationStats stats_since(const genai::GenerationStats& now, const gena
   turn.prefill_tokens = now.prefill_tokens - before.prefill_tokens;
   turn.prefill_seconds = now.prefill_seconds - before.prefill_seconds;
   turn.decode_steps = now.decode_steps - before.decode_steps;
+  turn.decode_tokens = now.decode_tokens - before.decode_tokens;
   turn.decode_seconds = now.decode_seconds - before.decode_seconds;
   turn.sampling_seconds = now.sampling_seconds - before.sampling_seconds;
   return turn;
@@ -192,7 +193,7 @@ class ChatSession {
                 "%zu tokens generated, decode %.1f tok/s; %zu messages\n",
                 last_prompt_, last_reused_, last_prompt_ - last_reused_, last_stats_.prefill_seconds * 1e3,
                 rate(static_cast<double>(last_stats_.prefill_tokens), last_stats_.prefill_seconds), last_generated_,
-                rate(static_cast<double>(last_stats_.decode_steps), last_stats_.decode_seconds), history_.size());
+                rate(static_cast<double>(last_stats_.decode_tokens), last_stats_.decode_seconds), history_.size());
   }
 
   const genai::Model& model_;

@@ -71,7 +71,7 @@ Result<std::unique_ptr<genai::Model>> load_model_with_progress(const std::string
 
 void print_reply_stats_line(const genai::GenerationStats& stats, size_t generated_tokens, const PromptReuse* reuse) {
   if (!stderr_is_terminal()) return;
-  const double rate = stats.decode_seconds > 0 ? static_cast<double>(stats.decode_steps) / stats.decode_seconds : 0.0;
+  const double rate = stats.decode_seconds > 0 ? static_cast<double>(stats.decode_tokens) / stats.decode_seconds : 0.0;
   std::fprintf(stderr, "[%zu tokens · %.1f tok/s · TTFT %.0f ms", generated_tokens, rate, stats.prefill_seconds * 1e3);
   if (reuse != nullptr) std::fprintf(stderr, " · prompt %zu cached + %zu new", reuse->reused, reuse->prefilled);
   std::fprintf(stderr, "]\n");

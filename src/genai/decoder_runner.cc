@@ -23,11 +23,24 @@ bool DecoderRunner::take_sampled_tokens(bool wanted, const SamplingParams& param
   return sampled_tokens_;
 }
 
-// Whether the logits hold one position per row (the last fed one) rather than `width`.
+namespace {
+
+// Positions of logits per row a run keeps when the graph selects logit rows.
+int64_t logit_positions(std::span<const RunRow> rows) {
+  int64_t most = 1;
+  for (const RunRow& row : rows) most = std::max(most, row.logit_positions);
+  return most;
+}
+
+}  // namespace
+
+// Whether the logits hold only the last fed position(s) of each row rather than `width`.
 bool DecoderRunner::one_position() const {
   const IoInfo& declared = session_.outputs()[io_.logits_output];
   return io_.has(InputRole::kLogitRows) || (declared.rank_known && declared.dims.size() == 3 && declared.dims[1] == 1);
 }
+
+bool DecoderRunner::keeps_several_positions() const { return io_.has(InputRole::kLogitRows) || !one_position(); }
 
 // The graph draws from each row's last computed position: with `width` positions, a row that ends
 // earlier (ragged prefill without logit rows) needs its logits on the host.
@@ -62,10 +75,17 @@ Status DecoderRunner::run(std::span<const RunRow> rows, size_t first, KvCache& c
   }
   OG_RETURN_IF_ERROR(fill_inputs(rows, width, mask_width));
   bind_cache(cache, first, static_cast<int64_t>(rows.size()), width);
-  OG_RETURN_IF_ERROR(bind_logits(static_cast<int64_t>(rows.size()), width, source));
+  const int64_t positions = one_position() ? (io_.has(InputRole::kLogitRows) ? logit_positions(rows) : 1) : width;
+  for (const RunRow& row : rows) {
+    if (row.logit_positions > std::min(positions, row.fresh)) {
+      return OG_ERROR("internal error: a run keeps ", positions, " logit positions per row, not the ", row.logit_positions,
+                      " asked for of a row fed ", row.fresh, " tokens");
+    }
+  }
+  OG_RETURN_IF_ERROR(bind_logits(static_cast<int64_t>(rows.size()), positions, source));
   OG_RETURN_IF_ERROR(session_.run_into(inputs_, outputs_).with_context("running the decoder"));
   OG_RETURN_IF_ERROR(check_presents(cache));
-  OG_RETURN_IF_ERROR(collect(rows, first, width, source, last));
+  OG_RETURN_IF_ERROR(collect(rows, first, width, positions, source, last));
   cache.advance(io_.shared_buffer ? std::max(cache.length(), total) : total);
   return Status::ok();
 }
@@ -107,12 +127,14 @@ Status DecoderRunner::fill_inputs(std::span<const RunRow> rows, int64_t width, i
         t.data<bool>()[0] = mask_width > width;
         break;
       case InputRole::kLogitRows: {
-        // Each row's last fed position (logit_rows.h).
-        const int64_t hidden = io_.logit_rows_width;
-        OG_RETURN_IF_ERROR(reuse_tensor(t, DType::kI64, Shape{batch, 1, hidden}));
+        // Each row's last fed positions (logit_rows.h), as many per row as the widest asks for.
+        const int64_t hidden = io_.logit_rows_width, kept = logit_positions(rows);
+        OG_RETURN_IF_ERROR(reuse_tensor(t, DType::kI64, Shape{batch, kept, hidden}));
         for (int64_t b = 0; b < batch; ++b) {
-          const int64_t last = std::max<int64_t>(rows[static_cast<size_t>(b)].fresh - 1, 0);
-          std::fill_n(t.data<int64_t>() + b * hidden, hidden, last);
+          const int64_t fresh = rows[static_cast<size_t>(b)].fresh;
+          for (int64_t r = 0; r < kept; ++r) {
+            std::fill_n(t.data<int64_t>() + (b * kept + r) * hidden, hidden, std::max<int64_t>(fresh - kept + r, 0));
+          }
         }
         break;
       }
@@ -145,13 +167,13 @@ void DecoderRunner::bind_cache(const KvCache& cache, size_t first, int64_t rows,
 // With the graph's tokens the logits are given on the session's device, where run_into writes
 // them (reallocating there should the plan's shape differ from this guess), so they never cross to
 // the host; otherwise they are left for run_into to place on the host.
-Status DecoderRunner::bind_logits(int64_t rows, int64_t width, TokenSource source) {
+Status DecoderRunner::bind_logits(int64_t rows, int64_t positions, TokenSource source) {
   Tensor& logits = outputs_[io_.logits_output];
   if (source == TokenSource::kLogits) {
     if (logits.defined() && logits.device().type != DeviceType::kCpu) logits = Tensor();
     return Status::ok();
   }
-  const Shape shape{rows, one_position() ? 1 : width, io_.vocab_size};
+  const Shape shape{rows, positions, io_.vocab_size};
   if (logits.defined() && logits.device() == session_.device() && logits.dtype() == io_.logits_dtype &&
       logits.shape() == shape) {
     return Status::ok();
@@ -177,15 +199,15 @@ Status DecoderRunner::check_presents(const KvCache& cache) const {
   return Status::ok();
 }
 
-Status DecoderRunner::collect(std::span<const RunRow> rows, size_t first, int64_t width, TokenSource source,
-                              LastPositions& last) const {
+Status DecoderRunner::collect(std::span<const RunRow> rows, size_t first, int64_t width, int64_t kept,
+                              TokenSource source, LastPositions& last) const {
   const Tensor& logits = outputs_[io_.logits_output];
   const auto batch = static_cast<int64_t>(rows.size());
   const std::string& name = session_.outputs()[io_.logits_output].name;
   if (logits.rank() != 3 || logits.shape()[0] != batch || logits.shape()[2] != io_.vocab_size ||
-      (logits.shape()[1] != width && logits.shape()[1] != 1)) {
+      (logits.shape()[1] != width && logits.shape()[1] != kept)) {
     return OG_ERROR("decoder output '", name, "' has shape ", logits.shape().to_string(), ", expected [", batch, ", ",
-                    width, " or 1, ", io_.vocab_size, "]");
+                    width, " or ", kept, ", ", io_.vocab_size, "]");
   }
   const int64_t positions = logits.shape()[1], vocab = io_.vocab_size;
   const Tensor* greedy = source == TokenSource::kGreedy ? &outputs_[*io_.greedy_tokens_output] : nullptr;
@@ -198,7 +220,7 @@ Status DecoderRunner::collect(std::span<const RunRow> rows, size_t first, int64_
     return OG_ERROR("decoder output '", kSampledTokensOutput, "' has shape ", sampled->shape().to_string(), ", expected [",
                     batch, "]");
   }
-  // With logit_rows.h's input, row b's one position is its last fed one whatever its length.
+  // With logit_rows.h's input, a row's kept positions end at its last fed one whatever its length.
   const bool rows_selected = io_.has(InputRole::kLogitRows);
   for (int64_t b = 0; b < batch; ++b) {
     const RunRow& row = rows[static_cast<size_t>(b)];
@@ -207,12 +229,19 @@ Status DecoderRunner::collect(std::span<const RunRow> rows, size_t first, int64_
       return OG_ERROR("decoder output '", name, "' keeps only the last position, but batch row ", first + b,
                       " ends before it (", row.fresh, " of ", width, " positions)");
     }
-    const int64_t position = positions == 1 ? 0 : row.fresh - 1;
+    const int64_t end = rows_selected || positions == 1 ? positions : row.fresh;
+    const int64_t begin = end - row.logit_positions;
     const size_t slot = first + static_cast<size_t>(b);
     std::optional<int32_t>& token = last.tokens[slot];
     token.reset();
     if (greedy != nullptr) {
-      OG_ASSIGN_OR_RETURN(token, greedy_token(*greedy, b, position, vocab));
+      std::vector<int32_t>& each = last.position_tokens[slot];
+      each.clear();
+      for (int64_t p = begin; p < end; ++p) {
+        OG_ASSIGN_OR_RETURN(const int32_t argmax, greedy_token(*greedy, b, p, vocab));
+        each.push_back(argmax);
+      }
+      token = each.back();
       continue;
     }
     if (sampled != nullptr) {
@@ -221,8 +250,7 @@ Status DecoderRunner::collect(std::span<const RunRow> rows, size_t first, int64_
       }
       continue;  // the logits stay on the device: no token follows this run for the other rows
     }
-    const int64_t offset = (b * positions + position) * vocab;
-    read_logit_row(logits, offset, vocab, last.logits[slot]);
+    read_logit_row(logits, (b * positions + begin) * vocab, (end - begin) * vocab, last.logits[slot]);
   }
   return Status::ok();
 }

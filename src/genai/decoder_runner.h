@@ -37,12 +37,16 @@ inline constexpr int32_t kPadSlot = -1;
 // The widest step (tokens per row) fed with a capacity-wide mask (see above).
 inline constexpr int64_t kMaxStepWidthAtCapacity = 16;
 
-// What runs leave for each batch row at its last fed position.
+// What runs leave for each batch row at its last fed positions (the last RunRow::logit_positions
+// of them; one but for speculative verification).
 struct LastPositions {
-  std::vector<std::vector<float>> logits;  // vocab floats per row, for the host sampler
-  // The graph's token per row (its argmax, or its draw) when the row's last run took one; else
-  // the row's logits are in `logits`.
+  // Vocab floats per position, positions in order, per row: for the host sampler.
+  std::vector<std::vector<float>> logits;
+  // The graph's token per row (its argmax, or its draw) at the last position when the row's last
+  // run took one; else the row's logits are in `logits`.
   std::vector<std::optional<int32_t>> tokens;
+  // With the graph's argmax and several positions: the argmax at each, in order.
+  std::vector<std::vector<int32_t>> position_tokens;
 };
 
 struct RunRow {
@@ -53,6 +57,8 @@ struct RunRow {
   // The row's Sampler when a token is sampled from this run's last position: with sampled tokens,
   // the run draws its uniform (Sampler::next_uniform) for the graph.
   Sampler* sampler = nullptr;
+  // Positions whose logits the run keeps, the last fed ones: a speculative verify's draft + 1.
+  int64_t logit_positions = 1;
 };
 
 class DecoderRunner {
@@ -68,6 +74,9 @@ class DecoderRunner {
   // does when each such row's token follows the last position the graph computes (always with one
   // position of logits per row; else when the row is as wide as the run). Returns whether they may.
   bool take_sampled_tokens(bool wanted, const SamplingParams& params);
+  // Whether a run can keep logits for several positions of a row (RunRow::logit_positions > 1):
+  // the graph selects logit rows or returns every position.
+  bool keeps_several_positions() const;
 
   // Runs batch rows [first, first + rows.size()) and stores what row i has at its last fed slot in
   // last.tokens[first + i] when the run takes the graph's tokens, else in last.logits[first + i]
@@ -81,9 +90,9 @@ class DecoderRunner {
   bool one_position() const;
   Status fill_inputs(std::span<const RunRow> rows, int64_t width, int64_t mask_width);
   void bind_cache(const KvCache& cache, size_t first, int64_t rows, int64_t width);
-  Status bind_logits(int64_t rows, int64_t width, TokenSource source);
+  Status bind_logits(int64_t rows, int64_t positions, TokenSource source);
   Status check_presents(const KvCache& cache) const;
-  Status collect(std::span<const RunRow> rows, size_t first, int64_t width, TokenSource source,
+  Status collect(std::span<const RunRow> rows, size_t first, int64_t width, int64_t kept, TokenSource source,
                  LastPositions& last) const;
 
   Session& session_;

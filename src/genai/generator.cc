@@ -13,6 +13,7 @@
 #include "genai/greedy_output.h"
 #include "genai/kv_cache.h"
 #include "genai/model_parts.h"
+#include "genai/speculative.h"
 
 namespace onnx_genai::genai {
 
@@ -52,6 +53,12 @@ Status check_params(const GeneratorParams& p, const ModelParts& model) {
     return OG_ERROR("generator: stop strings need the model's tokenizer.json, which the package lacks");
   }
   OG_RETURN_IF_ERROR(check_beam_params(p));
+  if (p.speculative.method != SpeculativeMethod::kNone) {
+    OG_RETURN_IF_ERROR(check_speculative_params(p.speculative, model.info));
+    if (p.prompts.size() != 1 || p.beam.num_beams > 1 || p.constraint) {
+      return OG_ERROR("generator: speculative decoding takes one prompt, without beam search or a constraint");
+    }
+  }
   if (p.beam.num_beams > 1 && p.beam.early_stopping == EarlyStopping::kNever && p.beam.length_penalty > 0 &&
       p.max_new_tokens == 0 && p.max_length == 0 && model.info.context_length == 0) {
     return OG_ERROR("generator: early_stopping never with length_penalty > 0 scores running beams at the longest "
@@ -129,6 +136,9 @@ struct Generator::Impl {
   Status feed_pending();
   Status feed_rows(std::span<Sequence> rows, size_t first, int64_t chunk);
   Status sample_all();
+  Result<bool> speculative_step();
+  Status verify_draft(Sequence& row, int64_t drafted);
+  int64_t tokens_left(const Sequence& row) const;
   Status beam_step();
   int64_t beam_token_limit(size_t group) const;
   Status finish_beam_group(size_t group);
@@ -163,6 +173,10 @@ struct Generator::Impl {
   std::optional<BeamLogProbs> beam_log_probs;
   std::vector<Sequence> beam_outputs;  // the returned hypotheses, once their prompt is done
   std::vector<float> beam_rows;        // one group's processed log-probs
+  // Speculative decoding (params.speculative): one prompt.
+  std::unique_ptr<DraftProposer> proposer;
+  std::optional<DraftLength> draft_length;
+  std::vector<int32_t> draft;
 };
 
 Result<std::unique_ptr<Generator>> Generator::create(const Model& model, const GeneratorParams& params) {
@@ -202,6 +216,7 @@ Status Generator::Impl::init_sequences() {
   rows.resize(prompts.size() * per_prompt);
   last.logits.resize(rows.size());
   last.tokens.resize(rows.size());
+  last.position_tokens.resize(rows.size());
   for (size_t r = 0; r < rows.size(); ++r) {
     Sequence& row = rows[r];
     const std::vector<int32_t>& prompt = prompts[r / per_prompt];
@@ -216,6 +231,15 @@ Status Generator::Impl::init_sequences() {
     }
   }
   if (per_prompt > 1) return init_beam_search();
+  const SpeculativeParams& speculative = params.speculative;
+  if (speculative.method != SpeculativeMethod::kNone) {
+    if (!runner.keeps_several_positions()) {
+      return OG_ERROR("generator: speculative decoding needs the logits of several positions, but the decoder's output '",
+                      model.session->outputs()[model.io.logits_output].name, "' keeps only the last one");
+    }
+    OG_ASSIGN_OR_RETURN(proposer, make_draft_proposer(speculative, params.sampling));
+    draft_length.emplace(speculative.draft_tokens, speculative.adaptive);
+  }
   bool plain_argmax = true, device_sampling = true;
   OG_ASSIGN_OR_RETURN(std::shared_ptr<CompiledConstraint> constraint, compile_constraint(model, params.constraint));
   for (size_t b = 0; b < rows.size(); ++b) {
@@ -236,7 +260,8 @@ Status Generator::Impl::init_sequences() {
   // keeps the logits on the device and hands over the argmax (greedy_output.h) or the draw
   // (device_sampling.h) computed in the graph.
   runner.take_greedy_tokens(plain_argmax);
-  runner.take_sampled_tokens(device_sampling, params.sampling);
+  // A verify step samples several positions on the host (the graph draws from the last only).
+  runner.take_sampled_tokens(device_sampling && !proposer, params.sampling);
   return Status::ok();
 }
 
@@ -284,6 +309,7 @@ Status Generator::Impl::feed_rows(std::span<Sequence> batch, size_t first, int64
       stats.prefill_seconds += seconds_since(start);
     } else {
       ++stats.decode_steps;
+      ++stats.decode_tokens;
       stats.decode_seconds += seconds_since(start);
     }
     for (size_t i = 0; i < batch.size(); ++i) batch[i].cached += run[i].fresh;
@@ -432,6 +458,80 @@ Status Generator::Impl::finish_beam_group(size_t group) {
   return Status::ok();
 }
 
+// Tokens the row may still generate before a limit ends it.
+int64_t Generator::Impl::tokens_left(const Sequence& row) const {
+  int64_t left = std::numeric_limits<int64_t>::max();
+  if (params.max_new_tokens > 0) left = std::min(left, params.max_new_tokens - row.generated());
+  for (const int64_t total : {params.max_length, model.info.context_length}) {
+    if (total > 0) left = std::min(left, total - row.token_count());
+  }
+  return left;
+}
+
+// A draft for the one row, verified by one decoder run over its pending token and the draft.
+// Returns false when it takes no draft this step (the caller then takes a plain one).
+Result<bool> Generator::Impl::speculative_step() {
+  Sequence& row = rows[0];
+  if (row.finished() || row.size() - row.cached != 1) return false;  // prompt or appended tokens pending
+  // Room for the draft and the token after it.
+  const int64_t count = std::min<int64_t>(draft_length->next(), tokens_left(row) - 1);
+  if (count <= 0) return false;
+  const Clock::time_point start = Clock::now();
+  OG_RETURN_IF_ERROR(proposer->propose(row.tokens(), static_cast<int32_t>(count), draft));
+  stats.drafting_seconds += seconds_since(start);
+  if (draft.empty()) return false;
+  const auto drafted = static_cast<int64_t>(draft.size());
+  const int64_t size = row.size();
+  row.slots.insert(row.slots.end(), draft.begin(), draft.end());
+  const RunRow run{row.slots, row.lead_pads, row.cached, drafted + 1, &*row.sampler, drafted + 1};
+  const Status ran = runner.run(std::span(&run, 1), 0, cache, last);
+  row.slots.resize(static_cast<size_t>(size));
+  OG_RETURN_IF_ERROR(ran);
+  ++stats.decode_steps;
+  ++stats.speculative_steps;
+  stats.decode_seconds += seconds_since(start);
+  OG_RETURN_IF_ERROR(verify_draft(row, drafted).with_context("sequence 0"));
+  return true;
+}
+
+// Keeps the draft's tokens while the model's own pick at each position agrees (sample_given_draft),
+// then the model's token after them; the KV cache forgets the positions of rejected tokens.
+Status Generator::Impl::verify_draft(Sequence& row, int64_t drafted) {
+  const Clock::time_point start = Clock::now();
+  const int64_t vocab = model.io.vocab_size, fed_from = row.cached;
+  const std::vector<int32_t>& graph_tokens = last.position_tokens[0];
+  const bool from_graph = last.tokens[0].has_value();
+  row.new_text.clear();
+  int64_t accepted = 0;
+  for (int64_t i = 0; i <= drafted && !row.finished(); ++i) {
+    int32_t token = 0;
+    if (from_graph) {
+      token = graph_tokens[static_cast<size_t>(i)];  // the plain argmax, computed in the graph
+    } else {
+      const std::span<const float> logits = std::span(last.logits[0]).subspan(static_cast<size_t>(i * vocab),
+                                                                              static_cast<size_t>(vocab));
+      OG_ASSIGN_OR_RETURN(SampledToken sampled,
+                          i < drafted ? row.sampler->sample_given_draft(logits, row.history(), draft[static_cast<size_t>(i)])
+                                      : row.sampler->sample(logits, row.history()));
+      token = sampled.token;
+      if (params.sampling.logprobs) row.logprobs.push_back(std::move(sampled));
+    }
+    row.slots.push_back(token);
+    ++stats.decode_tokens;
+    OG_RETURN_IF_ERROR(after_token(row, token));
+    if (i == drafted || token != draft[static_cast<size_t>(i)]) break;
+    ++accepted;
+  }
+  // The pending token and the accepted draft are in the cache; a token after them is not.
+  row.cached = fed_from + 1 + accepted;
+  OG_RETURN_IF_ERROR(cache.rewind(row.cached));
+  stats.drafted_tokens += drafted;
+  stats.accepted_tokens += accepted;
+  draft_length->record(static_cast<int32_t>(drafted), static_cast<int32_t>(accepted));
+  stats.sampling_seconds += seconds_since(start);
+  return Status::ok();
+}
+
 Status Generator::Impl::check_fits(int64_t added) const {
   const int64_t context = model.info.context_length;
   for (size_t b = 0; b < rows.size(); ++b) {
@@ -449,6 +549,10 @@ Generator::~Generator() = default;
 
 Status Generator::generate_next() {
   if (is_done()) return OG_ERROR("generator: every sequence has finished (rewind or append tokens to continue)");
+  if (impl_->proposer) {
+    OG_ASSIGN_OR_RETURN(const bool drafted, impl_->speculative_step());
+    if (drafted) return Status::ok();
+  }
   OG_RETURN_IF_ERROR(impl_->feed_pending());
   return impl_->sample_all();
 }

@@ -1,0 +1,50 @@
+#include "cli/speculative_options.h"
+
+#include <cstdio>
+
+namespace onnx_genai::cli {
+
+void add_speculative_options(OptionTable& table, SpeculativeOptions& options) {
+  table.valued["--speculative"] = [&options](const std::string& option, const std::string& value) {
+    if (value.empty()) return OG_ERROR(option, " wants ngram or a draft model folder");
+    options.proposer = value;
+    return Status::ok();
+  };
+  table.valued["--draft-tokens"] = integer_option(options.draft_tokens, 1, 15);
+  table.valued["--ngram-max"] = integer_option(options.ngram_max, 1, 64);
+}
+
+Result<SpeculativeSetup> load_speculative(const SpeculativeOptions& options, const genai::ModelOptions& model_options) {
+  SpeculativeSetup setup;
+  if (!options.proposer) return setup;
+  setup.params.draft_tokens = static_cast<int32_t>(options.draft_tokens);
+  setup.params.ngram_max = static_cast<int32_t>(options.ngram_max);
+  if (*options.proposer == "ngram") {
+    setup.params.method = genai::SpeculativeMethod::kNgram;
+    return setup;
+  }
+  auto draft = genai::Model::load(*options.proposer, model_options);
+  if (!draft.is_ok()) return draft.status().with_context("--speculative draft model");
+  setup.draft_model = std::move(*draft);
+  setup.params.method = genai::SpeculativeMethod::kDraftModel;
+  setup.params.draft_model = setup.draft_model.get();
+  return setup;
+}
+
+std::string speculative_summary(const genai::SpeculativeParams& params, const genai::GenerationStats& stats) {
+  if (params.method == genai::SpeculativeMethod::kNone) return "";
+  const auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
+  const auto steps = static_cast<double>(stats.speculative_steps);
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "speculative %s: %lld verify steps, %lld drafted, %lld accepted (%.1f%%), mean accepted length %.2f, "
+                "drafting %.1f ms",
+                std::string(genai::speculative_method_name(params.method)).c_str(),
+                static_cast<long long>(stats.speculative_steps), static_cast<long long>(stats.drafted_tokens),
+                static_cast<long long>(stats.accepted_tokens),
+                100.0 * ratio(static_cast<double>(stats.accepted_tokens), static_cast<double>(stats.drafted_tokens)),
+                ratio(static_cast<double>(stats.accepted_tokens), steps), stats.drafting_seconds * 1e3);
+  return line;
+}
+
+}  // namespace onnx_genai::cli

@@ -1,0 +1,126 @@
+#include "genai/speculative.h"
+
+#include <algorithm>
+
+namespace onnx_genai::genai {
+
+namespace {
+
+constexpr int32_t kMostDraftTokens = 15;  // verify steps stay within kMaxStepWidthAtCapacity
+
+}  // namespace
+
+std::string_view speculative_method_name(SpeculativeMethod method) {
+  switch (method) {
+    case SpeculativeMethod::kNgram: return "ngram";
+    case SpeculativeMethod::kDraftModel: return "draft";
+    case SpeculativeMethod::kNone: break;
+  }
+  return "none";
+}
+
+Status check_speculative_params(const SpeculativeParams& p, const ModelInfo& target) {
+  if (p.draft_tokens < 1 || p.draft_tokens > kMostDraftTokens) {
+    return OG_ERROR("speculative: draft_tokens must be in [1, ", kMostDraftTokens, "], got ", p.draft_tokens);
+  }
+  if (p.method == SpeculativeMethod::kNgram && (p.ngram_min < 1 || p.ngram_max < p.ngram_min)) {
+    return OG_ERROR("speculative: n-gram sizes must satisfy 1 <= ngram_min <= ngram_max, got ", p.ngram_min, " and ",
+                    p.ngram_max);
+  }
+  if (p.method != SpeculativeMethod::kDraftModel) return Status::ok();
+  if (p.draft_model == nullptr) return OG_ERROR("speculative: the draft method needs a draft model");
+  const ModelInfo& draft = p.draft_model->info();
+  if (draft.vocab_size != target.vocab_size) {
+    return OG_ERROR("speculative: the draft model's vocabulary has ", draft.vocab_size, " tokens, the model's ",
+                    target.vocab_size, " (drafts must use the same tokenizer)");
+  }
+  return Status::ok();
+}
+
+Result<std::unique_ptr<DraftProposer>> make_draft_proposer(const SpeculativeParams& p, const SamplingParams& target) {
+  switch (p.method) {
+    case SpeculativeMethod::kNgram: return std::unique_ptr<DraftProposer>(new NgramProposer(p.ngram_min, p.ngram_max));
+    case SpeculativeMethod::kDraftModel: return std::unique_ptr<DraftProposer>(new DraftModelProposer(*p.draft_model, target));
+    case SpeculativeMethod::kNone: break;
+  }
+  return OG_ERROR("internal error: no proposer for speculative method none");
+}
+
+Status NgramProposer::propose(std::span<const int32_t> tokens, int32_t count, std::vector<int32_t>& draft) {
+  draft.clear();
+  const auto length = static_cast<int64_t>(tokens.size());
+  for (int64_t n = std::min<int64_t>(ngram_max_, length - 1); n >= ngram_min_; --n) {
+    const std::span<const int32_t> suffix = tokens.last(static_cast<size_t>(n));
+    // The latest earlier occurrence: its continuation is the text nearest to where we are.
+    for (int64_t start = length - n - 1; start >= 0; --start) {
+      if (!std::equal(suffix.begin(), suffix.end(), tokens.begin() + start)) continue;
+      const int64_t from = start + n, to = std::min(length, from + count);
+      draft.assign(tokens.begin() + from, tokens.begin() + to);
+      return Status::ok();
+    }
+  }
+  return Status::ok();
+}
+
+DraftModelProposer::DraftModelProposer(const Model& model, const SamplingParams& target) : model_(model) {
+  sampling_.greedy = true;
+  sampling_.repetition_penalty = target.repetition_penalty;
+  sampling_.no_repeat_ngram_size = target.no_repeat_ngram_size;
+  sampling_.logit_bias = target.logit_bias;
+}
+
+Status DraftModelProposer::catch_up(std::span<const int32_t> tokens) {
+  if (!generator_) {
+    GeneratorParams params;
+    params.sampling = sampling_;
+    params.ignore_eos = true;  // a draft through eos costs nothing the target would not reject
+    params.prompts = {std::vector<int32_t>(tokens.begin(), tokens.end())};
+    OG_ASSIGN_OR_RETURN(generator_, Generator::create(model_, params));
+    return Status::ok();
+  }
+  const std::span<const int32_t> known = generator_->tokens(0);
+  const auto shared = static_cast<size_t>(
+      std::mismatch(known.begin(), known.end(), tokens.begin(), tokens.end()).first - known.begin());
+  if (shared < known.size()) OG_RETURN_IF_ERROR(generator_->rewind(shared));
+  if (shared < tokens.size()) OG_RETURN_IF_ERROR(generator_->append_tokens(tokens.subspan(shared)));
+  return Status::ok();
+}
+
+Status DraftModelProposer::propose(std::span<const int32_t> tokens, int32_t count, std::vector<int32_t>& draft) {
+  draft.clear();
+  // The draft model's own context may be shorter than the target's: no draft past it.
+  const int64_t context = model_.info().context_length;
+  if (context > 0) count = static_cast<int32_t>(std::min<int64_t>(count, context - 1 - static_cast<int64_t>(tokens.size())));
+  if (count <= 0) return Status::ok();
+  OG_RETURN_IF_ERROR(catch_up(tokens).with_context("draft model"));
+  for (int32_t i = 0; i < count; ++i) {
+    OG_RETURN_IF_ERROR(generator_->generate_next().with_context("draft model"));
+    draft.push_back(generator_->tokens(0).back());
+  }
+  return Status::ok();
+}
+
+int32_t DraftLength::next() {
+  if (pause_left_ > 0) {
+    --pause_left_;
+    return 0;
+  }
+  return current_;
+}
+
+void DraftLength::record(int32_t drafted, int32_t accepted) {
+  if (!adaptive_ || drafted == 0) return;
+  acceptance_ = 0.5 * acceptance_ + 0.5 * static_cast<double>(accepted) / static_cast<double>(drafted);
+  if (accepted == drafted) {
+    current_ = std::min(most_, current_ + 2);
+    next_pause_ = kFirstPause;
+    return;
+  }
+  current_ = std::max(1, current_ - 1);
+  if (current_ > 1 || acceptance_ >= kMinAcceptance) return;
+  pause_left_ = next_pause_;
+  next_pause_ = std::min(kLongestPause, next_pause_ * 2);
+  acceptance_ = 2 * kMinAcceptance;  // one more rejected probe after the pause makes a longer one
+}
+
+}  // namespace onnx_genai::genai

@@ -1,0 +1,83 @@
+// Speculative decoding's pieces for the Generator (GeneratorParams::speculative): the proposers
+// that draft tokens, and the rule that sets how many to draft.
+//
+// A proposer drafts with certainty (a one-point draft distribution): the verification then needs
+// only the target's own distribution (Sampler::sample_given_draft). Proposers with distributions
+// of their own (sampled drafts, EAGLE/MTP heads reading the target's hidden states) fit the same
+// interface once Draft carries them.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "onnx_genai/genai.h"
+
+namespace onnx_genai::genai {
+
+class DraftProposer {
+ public:
+  virtual ~DraftProposer() = default;
+  // Up to `count` tokens likely to follow `tokens` (the sequence so far, prompt included) into
+  // `draft`; fewer, or none, when it has no guess.
+  virtual Status propose(std::span<const int32_t> tokens, int32_t count, std::vector<int32_t>& draft) = 0;
+};
+
+// Prompt lookup decoding (Saxena 2023): the text's last n tokens, for n from ngram_max down to
+// ngram_min, are searched for earlier in the sequence; the tokens that followed their latest
+// earlier occurrence are the draft. Free to run, and strong wherever the output repeats its input
+// (summaries, edits, code).
+class NgramProposer final : public DraftProposer {
+ public:
+  NgramProposer(int32_t ngram_min, int32_t ngram_max) : ngram_min_(ngram_min), ngram_max_(ngram_max) {}
+  Status propose(std::span<const int32_t> tokens, int32_t count, std::vector<int32_t>& draft) override;
+
+ private:
+  int32_t ngram_min_, ngram_max_;
+};
+
+// A smaller model with the same vocabulary decodes the draft greedily in a Generator of its own,
+// under the target's history-dependent processors (repetition penalty, banned n-grams, logit
+// bias: a greedy target's picks are the argmax after them).
+// Before drafting it is brought to the target's sequence: rewound to what the two share (the
+// accepted part of its last draft) and fed what it lacks (the target's own token after it).
+class DraftModelProposer final : public DraftProposer {
+ public:
+  DraftModelProposer(const Model& model, const SamplingParams& target);
+  Status propose(std::span<const int32_t> tokens, int32_t count, std::vector<int32_t>& draft) override;
+
+ private:
+  Status catch_up(std::span<const int32_t> tokens);
+
+  const Model& model_;
+  SamplingParams sampling_;
+  std::unique_ptr<Generator> generator_;
+};
+
+Status check_speculative_params(const SpeculativeParams& params, const ModelInfo& target);
+Result<std::unique_ptr<DraftProposer>> make_draft_proposer(const SpeculativeParams& params, const SamplingParams& target);
+
+// How many tokens to draft next (0: take a plain step), from what the last drafts achieved.
+// Hugging Face's heuristic schedule grows K by 2 after a fully accepted draft and shrinks it by 1
+// otherwise; at K = 1 the acceptance rate (a moving average) decides whether drafting pays for its
+// longer step, and below kMinAcceptance drafting pauses for a number of steps that doubles with
+// every pause in a row (up to kLongestPause), then K = 1 is tried again. It reads only accepted
+// counts, never clocks, so a seeded run takes the same steps every time.
+class DraftLength {
+ public:
+  static constexpr double kMinAcceptance = 0.25;
+  static constexpr int32_t kFirstPause = 4, kLongestPause = 64;
+
+  DraftLength(int32_t most, bool adaptive) : most_(most), current_(most), adaptive_(adaptive) {}
+  int32_t next();  // before a step: tokens to draft, 0 for a plain step
+  void record(int32_t drafted, int32_t accepted);
+
+ private:
+  int32_t most_, current_;
+  bool adaptive_;
+  double acceptance_ = 1.0;  // moving average of accepted / drafted at K = 1
+  int32_t pause_left_ = 0, next_pause_ = kFirstPause;
+};
+
+}  // namespace onnx_genai::genai
