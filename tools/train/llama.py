@@ -49,6 +49,10 @@ class Shape:
 
 TINY = dict(hidden_size=64, num_attention_heads=2, num_key_value_heads=1, num_hidden_layers=2,
             intermediate_size=176, max_position_embeddings=128)
+# The speculative-decoding target the default model drafts for (same tokenizer and corpus):
+# 94.4M parameters, 8.4x the default shape.
+TARGET = dict(hidden_size=768, num_attention_heads=12, num_key_value_heads=4, num_hidden_layers=14,
+              intermediate_size=2048)
 
 
 class RMSNorm(nn.Module):

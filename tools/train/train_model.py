@@ -9,6 +9,7 @@ Token ids come from TOK_DIR/train.npy and valid.npy (train_tokenizer.py writes t
 through the `tokenizers` package the same way: each document, then <|endoftext|> (id 0).
 
 Default shape: vocab 8192, hidden 320, 5 heads of 64, 1 kv head, 8 layers, SwiGLU 864, context 512.
+--target: hidden 768, 12 heads of 64, 4 kv heads, 14 layers, SwiGLU 2048 (94.4M parameters).
 --tiny: 2 layers, hidden 64, context 128, 30 seconds (CPU smoke tests).
 Training: AdamW (0.9, 0.95, weight decay 0.1 on matrices), linear warmup then cosine decay to 10%
 of the peak LR, batches of random context-length windows, gradient clipping 1.0, bf16 autocast and
@@ -50,6 +51,8 @@ def parse_args(argv):
     p.add_argument("--minutes", type=float, help="wall time for training (default 8; --tiny 0.5)")
     p.add_argument("--steps", type=int, help="fixed number of steps instead of a time budget")
     p.add_argument("--tiny", action="store_true", help="2 layers, hidden 64: CPU smoke tests")
+    p.add_argument("--target", action="store_true",
+                   help="hidden 768, 14 layers (94M): the speculative-decoding target the default model drafts for")
     p.add_argument("--device", choices=("cuda", "cpu"), default="cuda" if torch.cuda.is_available() else "cpu")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--batch-size", type=int, help="windows per step (default 64; --tiny 16)")
@@ -237,7 +240,7 @@ def main(argv):
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
     train, valid, vocab_size = load_token_ids(args)
-    shape = llama.Shape(vocab_size=vocab_size, **(llama.TINY if args.tiny else {}))
+    shape = llama.Shape(vocab_size=vocab_size, **(llama.TINY if args.tiny else llama.TARGET if args.target else {}))
     context = shape.max_position_embeddings
     model = llama.LlamaForCausalLM(shape)
     model.dropout = args.dropout
