@@ -31,6 +31,9 @@ Cases (opset 17) and what their size means:
                                [1, Hkv, L - 1, D], the new one from key/value), present_key/value
                                [1, Hkv, L, D] written as separate outputs (model-builder CPU
                                models do not share the past and present buffers); no rotary.
+  qmoe/MxHxI/eEkK/int4bB       com.microsoft QMoE, f32: M tokens through E experts of hidden H,
+                               inter I, top K (a Qwen3-30B-A3B layer scaled down), int4 codes in
+                               blocks of B, fused SwiGLU; GB/s counts the chosen experts only.
 
 manifest.json lists, per case: name, model file, inputs (name, dtype, shape, raw little-endian
 data file) in the graph's input order, and the work one run does: `flops` (FLOP-bound matmuls)
@@ -245,6 +248,31 @@ def add_group_query_attentions(writer, rng):
                                       ("present_value", "f32", present, declared)])
 
 
+def add_qmoe(writer, rng):
+    """A Qwen3-30B-A3B-like MoE layer scaled down: hidden 2048, inter 768, 128 experts, top-8,
+    int4 codes in blocks of 32 with f32 scales, fused interleaved SwiGLU (fc1 holds gate and up)."""
+    hidden, inter, experts, top_k, bits, block = 2048, 768, 128, 8, 4, 32
+    arrays = {}
+    for name, n, k in [("fc1", 2 * inter, hidden), ("fc2", hidden, inter)]:
+        arrays[f"{name}_experts_weights"] = rng.integers(0, 256, size=(experts, n, k * bits // 8), dtype=np.uint8)
+        arrays[f"{name}_scales"] = rng.uniform(-0.02, 0.02, size=(experts, n, k // block)).astype(np.float32)
+    initializers = external_initializers(writer.out_dir, "qmoe_qwen3.weights.bin", arrays)
+    per_expert = sum(a.nbytes for a in arrays.values()) // experts
+    for m in [1, 16]:
+        x = uniform(rng, (m, hidden))
+        logits = uniform(rng, (m, experts))
+        chosen = {int(e) for row in logits for e in np.argsort(-row)[:top_k]}
+        node = helper.make_node("QMoE", ["input", "router_probs", "fc1_experts_weights", "fc1_scales", "",
+                                         "fc2_experts_weights", "fc2_scales"], ["Y"], domain="com.microsoft",
+                                k=top_k, activation_type="swiglu", swiglu_fusion=1, expert_weight_bits=bits,
+                                block_size=block, normalize_routing_weights=1)
+        # Only the chosen experts' weights are read (GB/s); FLOPs are those of the routed rows.
+        writer.add(f"qmoe/{m}x{hidden}x{inter}/e{experts}k{top_k}/int4b{block}", node,
+                   [("input", "f32", x), ("router_probs", "f32", logits)], initializers, [m, hidden], "f32",
+                   flops=2 * m * top_k * 3 * hidden * inter if m > 1 else 0,
+                   weight_bytes_read=len(chosen) * per_expert)
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: make_bench_models.py OUT_DIR")
@@ -254,7 +282,7 @@ def main():
     rng = np.random.default_rng(20240601)
     # Order is part of the determinism: each family draws from the same generator in turn.
     for add_family in [add_matmuls, add_adds, add_gathers, add_reduce_means, add_softmaxes,
-                       add_call_overhead, add_matmul_nbits, add_group_query_attentions]:
+                       add_call_overhead, add_matmul_nbits, add_group_query_attentions, add_qmoe]:
         add_family(writer, rng)
     writer.write_manifest()
     print(f"wrote {len(writer.cases)} models to {out_dir}")

@@ -26,6 +26,7 @@ enum class DType : int32_t {
   kBF16 = 16,
   kU4 = 21,  // packed two per byte, low nibble first
   kI4 = 22,
+  kF8E8M0 = 24,  // a power of two 2^(e - 127) (MX block scales); 255 is NaN
 };
 
 // Bits per element (4 for packed int4), 0 for undefined/string.

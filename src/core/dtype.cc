@@ -6,7 +6,8 @@ int dtype_bits(DType t) {
   switch (t) {
     case DType::kBool:
     case DType::kU8:
-    case DType::kI8: return 8;
+    case DType::kI8:
+    case DType::kF8E8M0: return 8;
     case DType::kU16:
     case DType::kI16:
     case DType::kF16:
@@ -44,6 +45,7 @@ std::string_view dtype_name(DType t) {
     case DType::kBF16: return "bfloat16";
     case DType::kU4: return "uint4";
     case DType::kI4: return "int4";
+    case DType::kF8E8M0: return "float8e8m0";
   }
   return "invalid";
 }

@@ -122,6 +122,7 @@ Result<Tensor> TensorSource::to_tensor(const onnx::TensorProto& proto, std::opti
     case DType::kI16: return decode_typed<int16_t>(what, dtype, std::move(shape), proto.int32_data());
     case DType::kI8: return decode_typed<int8_t>(what, dtype, std::move(shape), proto.int32_data());
     case DType::kU8:
+    case DType::kF8E8M0:
     case DType::kBool: return decode_typed<uint8_t>(what, dtype, std::move(shape), proto.int32_data());
     // 16-bit floats travel as their bit patterns in int32_data.
     case DType::kU16:

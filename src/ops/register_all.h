@@ -25,7 +25,8 @@ class OpRegistry;
   X(rotary)               \
   X(activation)           \
   X(sampling)             \
-  X(paged_attention)
+  X(paged_attention)      \
+  X(moe)
 
 #define OG_DECLARE_FAMILY(family)                  \
   void register_##family##_schemas(OpRegistry&);   \

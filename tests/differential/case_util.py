@@ -74,6 +74,8 @@ class Case:
                    with a bound derived from the data (MatMulNBits accuracy_level 4 rounds A to int8)
     describe:      a short human-readable summary of the parameters, printed on failure
     group:         the report row: the dtype, or dtype plus a variant whose errors differ in kind
+    expected:      None (compare with ONNX Runtime), or the outputs of a float64 evaluation written
+                   by the generator, for variants ORT does not implement (not run through ORT)
     """
 
     def __init__(self, op, dtype, domain=MS_DOMAIN, opset=21):
@@ -90,6 +92,7 @@ class Case:
         self.extra_abs_tolerance = 0.0
         self.describe = ""
         self.group = dtype
+        self.expected = None
 
     def add_input(self, name, array):
         self.inputs.append((name, array))
@@ -150,5 +153,21 @@ def write_case(case_dir, case):
         file = f"mask_{index}.bin"
         np.ascontiguousarray(mask, dtype=np.uint8).tofile(os.path.join(case_dir, file))
         masks[str(present.index(index))] = file
-    return {"op": case.op, "dtype": case.dtype, "group": case.group, "extra_abs_tolerance": case.extra_abs_tolerance,
-            "describe": case.describe, "masks": masks}
+    entry = {"op": case.op, "dtype": case.dtype, "group": case.group, "extra_abs_tolerance": case.extra_abs_tolerance,
+             "describe": case.describe, "masks": masks}
+    if case.expected is not None:
+        write_tensors(os.path.join(case_dir, "expected"), [n for n, _ in case.outputs if n], case.expected)
+        entry["reference"] = "float64"
+    return entry
+
+
+def write_tensors(folder, names, arrays):
+    """A folder in ort_run.mjs's output format (manifest.json + output_<i>.bin)."""
+    os.makedirs(folder, exist_ok=True)
+    manifest = []
+    for i, (name, array) in enumerate(zip(names, arrays)):
+        file = f"output_{i}.bin"
+        np.ascontiguousarray(array).tofile(os.path.join(folder, file))
+        manifest.append({"name": name, "dtype": _TYPES[np.dtype(array.dtype)][1], "dims": list(array.shape), "file": file})
+    with open(os.path.join(folder, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=1)

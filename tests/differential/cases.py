@@ -5,7 +5,9 @@ tests/oracle/ort_run.mjs's manifest format, and masks of the output elements wor
   python3 cases.py --list
 
 Writes OUT_DIR/<case>/{model.onnx, in/, mask_<output>.bin} and OUT_DIR/cases.json, a list of
-{name, op, dtype, tolerance, describe, masks}. Case <op>_<i> draws its parameters and data from a
+{name, op, dtype, tolerance, describe, masks[, reference]}; a case with
+reference "float64" also has OUT_DIR/<case>/expected/ (its outputs, from the generator's float64
+evaluation) and is not run through ONNX Runtime. Case <op>_<i> draws its parameters and data from a
 generator seeded by (op, i), so it is the same whether written alone or with the others.
 """
 import argparse
@@ -22,6 +24,7 @@ import gather_block_quantized
 import gqa
 import matmul_nbits
 import mha
+import moe
 import norms
 import rotary
 from case_util import write_case
@@ -29,7 +32,7 @@ from case_util import write_case
 DEFAULT_COUNT = 200
 
 GENERATORS = {}
-for module in (matmul_nbits, gqa, mha, attention23, norms, rotary, gather_block_quantized, activations):
+for module in (matmul_nbits, gqa, mha, attention23, norms, rotary, gather_block_quantized, activations, moe):
     GENERATORS.update(module.GENERATORS)
 
 
