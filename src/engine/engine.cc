@@ -17,6 +17,7 @@
 #include "genai/generator.h"
 #include "genai/greedy_output.h"
 #include "genai/model_parts.h"
+#include "genai/speculative.h"
 
 namespace onnx_genai::genai {
 
@@ -76,6 +77,9 @@ struct Engine::Impl {
   Result<std::unique_ptr<Request>> make_request(std::vector<int32_t> prompt, const RequestParams& params) const;
   void drain_inbox(std::vector<RequestOutput>& outputs);
   Status step_paged(std::vector<RequestOutput>& outputs);
+  Status draft_for_running();
+  Status keep_verified(Request& r, std::span<const std::vector<float>> logits, std::span<const int32_t> argmax);
+  int64_t tokens_left(const Request& r) const;
   Status step_per_request(std::vector<RequestOutput>& outputs);
   Status after_token(Request& r, int32_t token);
   Status finish(Request& r, FinishReason reason);
@@ -175,12 +179,25 @@ Result<std::unique_ptr<Request>> Engine::Impl::make_request(std::vector<int32_t>
   const int64_t min_new_tokens = params.ignore_eos ? 0 : params.min_new_tokens;
   OG_ASSIGN_OR_RETURN(LogitProcessorChain chain,
                       make_generation_chain(params.sampling, min_new_tokens, parts->info.eos_token_ids));
+  if (params.speculative.method != SpeculativeMethod::kNone) {
+    OG_RETURN_IF_ERROR(check_speculative_params(params.speculative, parts->info).with_context("request"));
+    if (params.constraint) return OG_ERROR("request: speculative decoding does not take a constraint");
+    const SpeculativeParams& s = params.speculative;
+    if (s.method == SpeculativeMethod::kDraftModel && ModelAccess::parts(*s.draft_model).io.paged) {
+      return OG_ERROR("request: the draft model was loaded with a paged KV cache (an Engine's model); a draft decodes "
+                      "in a Generator of its own: load it with Model::load");
+    }
+  }
   OG_ASSIGN_OR_RETURN(std::shared_ptr<CompiledConstraint> constraint, compile_constraint(*parts, params.constraint));
   if (constraint) add_constraint_processor(std::move(constraint), chain);
   r->plain_argmax = takes_plain_argmax(params.sampling, chain);
   OG_ASSIGN_OR_RETURN(Sampler sampler, Sampler::create(params.sampling, static_cast<int32_t>(vocab), std::move(chain)));
   r->sampler.emplace(std::move(sampler));
   if (parts->tokenizer) r->text.emplace(*parts->tokenizer, r->params.stop_strings, params.skip_special_tokens);
+  if (params.speculative.method != SpeculativeMethod::kNone && pool) {
+    OG_ASSIGN_OR_RETURN(r->proposer, make_draft_proposer(params.speculative, params.sampling));
+    r->draft_length.emplace(params.speculative.draft_tokens, params.speculative.adaptive);
+  }
   return r;
 }
 
@@ -276,7 +293,57 @@ RequestOutput Engine::Impl::report(Request& r) const {
   return out;
 }
 
+int64_t Engine::Impl::tokens_left(const Request& r) const {
+  const auto total = static_cast<int64_t>(r.tokens.size());
+  int64_t left = max_positions - total;
+  if (r.params.max_new_tokens > 0) left = std::min(left, r.params.max_new_tokens - r.generated());
+  if (r.params.max_length > 0) left = std::min(left, r.params.max_length - total);
+  return left;
+}
+
+// Requests that speculate and are decoding (one token to feed) get a draft appended to their
+// tokens; the scheduler feeds it with that token, or drops it when the step has no room.
+Status Engine::Impl::draft_for_running() {
+  for (auto& [id, r] : requests) {
+    if (!r->proposer || r->finished() || r->pending() != 1 || r->computed == 0) continue;
+    const int64_t count = std::min<int64_t>(r->draft_length->next(), tokens_left(*r) - 1);
+    if (count <= 0) continue;
+    std::vector<int32_t> draft;
+    OG_RETURN_IF_ERROR(r->proposer->propose(r->tokens, static_cast<int32_t>(count), draft)
+                           .with_context("request " + std::to_string(id)));
+    r->tokens.insert(r->tokens.end(), draft.begin(), draft.end());
+    r->draft = static_cast<int64_t>(draft.size());
+  }
+  return Status::ok();
+}
+
+// After a verify step: the accepted draft and the model's token after it become the request's,
+// the cache keeps the accepted positions (Scheduler::rewind).
+Status Engine::Impl::keep_verified(Request& r, std::span<const std::vector<float>> logits, std::span<const int32_t> argmax) {
+  const std::vector<int32_t> draft(r.tokens.end() - r.draft, r.tokens.end());
+  r.drop_draft();
+  const int64_t fed_from = static_cast<int64_t>(r.tokens.size()) - 1;
+  std::vector<float> rows;
+  for (const std::vector<float>& row : logits) rows.insert(rows.end(), row.begin(), row.end());
+  const VerifyRows verify{rows, argmax, parts->io.vocab_size};
+  OG_ASSIGN_OR_RETURN(const int64_t accepted,
+                      verify_draft(draft, verify, *r.sampler, [&r] { return r.history(); },
+                                   [&](SampledToken pick) -> Result<bool> {
+                                     r.tokens.push_back(pick.token);
+                                     r.new_tokens.push_back(pick.token);
+                                     if (r.params.sampling.logprobs) r.logprobs.push_back(pick);
+                                     OG_RETURN_IF_ERROR(after_token(r, pick.token));
+                                     return !r.finished();
+                                   }));
+  scheduler->rewind(r, fed_from + 1 + accepted);
+  r.draft_length->record(static_cast<int32_t>(draft.size()), static_cast<int32_t>(accepted));
+  stats.drafted_tokens += static_cast<int64_t>(draft.size());
+  stats.accepted_tokens += accepted;
+  return Status::ok();
+}
+
 Status Engine::Impl::step_paged(std::vector<RequestOutput>& outputs) {
+  OG_RETURN_IF_ERROR(draft_for_running());
   const std::vector<ScheduledRun> runs = scheduler->schedule();
   if (runs.empty()) return Status::ok();
   bool argmax = true;
@@ -293,6 +360,17 @@ Status Engine::Impl::step_paged(std::vector<RequestOutput>& outputs) {
     stats.scheduled_tokens += run.count;
     if (!run.samples()) continue;
     auto& r = static_cast<Request&>(*run.request);
+    if (r.draft > 0) {
+      const auto rows = static_cast<size_t>(run.sampled_rows());
+      OG_RETURN_IF_ERROR(keep_verified(r, took_tokens ? std::span<const std::vector<float>>() : std::span(logits).subspan(row, rows),
+                                       took_tokens ? std::span<const int32_t>(argmax_tokens).subspan(row, rows)
+                                                   : std::span<const int32_t>())
+                             .with_context("request " + std::to_string(r.id)));
+      row += rows;
+      outputs.push_back(report(r));
+      if (r.finished()) done.push_back(r.id);
+      continue;
+    }
     SampledToken sampled;
     if (took_tokens) {
       sampled.token = argmax_tokens[row++];
@@ -329,6 +407,7 @@ Status Engine::Impl::step_per_request(std::vector<RequestOutput>& outputs) {
       p.ignore_eos = r->params.ignore_eos;
       p.skip_special_tokens = r->params.skip_special_tokens;
       p.constraint = r->params.constraint;
+      p.speculative = r->params.speculative;
       p.prefill_chunk = options.max_num_batched_tokens;
       p.prompts = {r->tokens};
       OG_ASSIGN_OR_RETURN(r->generator, Generator::create(*model, p));
@@ -341,7 +420,8 @@ Status Engine::Impl::step_per_request(std::vector<RequestOutput>& outputs) {
     r->new_tokens.assign(tokens.begin() + static_cast<std::ptrdiff_t>(before), tokens.end());
     r->new_text = g.new_text(0);
     const std::span<const SampledToken> logprobs = g.logprobs(0);
-    if (!logprobs.empty()) r->logprobs.assign(logprobs.end() - 1, logprobs.end());
+    const size_t fresh = std::min(logprobs.size(), tokens.size() - before);
+    r->logprobs.assign(logprobs.end() - static_cast<std::ptrdiff_t>(fresh), logprobs.end());
     if (g.is_done()) r->reason = g.finish_reason(0);
     stats.scheduled_tokens += static_cast<int64_t>(tokens.size() - before);
     outputs.push_back(report(*r));

@@ -89,7 +89,7 @@ Status PagedRunner::fill_inputs(std::span<const ScheduledRun> runs, int64_t toke
         int64_t row = 0, end = 0;
         for (const ScheduledRun& run : runs) {
           end += run.count;
-          if (run.samples()) std::fill_n(t.data<int64_t>() + row++ * hidden, hidden, end - 1);
+          for (int64_t p = end - run.sampled_rows(); p < end; ++p) std::fill_n(t.data<int64_t>() + row++ * hidden, hidden, p);
         }
         std::fill(t.data<int64_t>() + row * hidden, t.data<int64_t>() + logit_rows * hidden, 0);
         break;
@@ -157,10 +157,11 @@ Result<bool> PagedRunner::run(std::span<const ScheduledRun> runs, bool argmax, s
   int64_t fed = 0, samples = 0;
   for (const ScheduledRun& run : runs) {
     fed += run.count;
-    samples += run.samples() ? 1 : 0;
+    samples += run.sampled_rows();
   }
   const int64_t padded = bucket(fed, limits_.max_num_batched_tokens);
-  const int64_t logit_rows = std::min(padded, limits_.max_num_seqs);
+  // Speculative drafts may ask for more rows than there are sequences.
+  const int64_t logit_rows = std::min(padded, samples > limits_.max_num_seqs ? bucket(samples, padded) : limits_.max_num_seqs);
   BucketIo& io = bucket_io(padded);
   OG_RETURN_IF_ERROR(fill_inputs(runs, padded, logit_rows, io.inputs));
   const genai::DecoderIo& d = model_.io;
@@ -184,15 +185,15 @@ Result<bool> PagedRunner::run(std::span<const ScheduledRun> runs, bool argmax, s
   int64_t row = 0, end = 0;
   for (const ScheduledRun& run : runs) {
     end += run.count;
-    if (!run.samples()) continue;
-    const int64_t position = rows_selected ? row : end - 1;
-    if (device_argmax) {
-      OG_ASSIGN_OR_RETURN(tokens[static_cast<size_t>(row)],
-                          genai::greedy_token(io.outputs[*d.greedy_tokens_output], 0, position, d.vocab_size));
-    } else {
-      genai::read_logit_row(out, position * d.vocab_size, d.vocab_size, logits[static_cast<size_t>(row)]);
+    for (int64_t p = end - run.sampled_rows(); p < end; ++p, ++row) {
+      const int64_t position = rows_selected ? row : p;
+      if (device_argmax) {
+        OG_ASSIGN_OR_RETURN(tokens[static_cast<size_t>(row)],
+                            genai::greedy_token(io.outputs[*d.greedy_tokens_output], 0, position, d.vocab_size));
+      } else {
+        genai::read_logit_row(out, position * d.vocab_size, d.vocab_size, logits[static_cast<size_t>(row)]);
+      }
     }
-    ++row;
   }
   return device_argmax;
 }

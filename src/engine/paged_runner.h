@@ -31,9 +31,10 @@ class PagedRunner {
  public:
   static Result<std::unique_ptr<PagedRunner>> create(const genai::ModelParts& model, const PagedRunnerLimits& limits);
 
-  // Feeds `runs`; for the i-th run that samples (in order), logits[i] receives its vocab floats,
-  // or, with `argmax` (every such run takes the plain argmax) on a device session, tokens[i] its
-  // argmax computed there: the logits stay on the device and only the ids cross
+  // Feeds `runs`; for the i-th position a run samples at (in order: each sampling run's last
+  // position, after its drafted ones with a speculative draft), logits[i] receives its vocab
+  // floats, or, with `argmax` (every such run takes the plain argmax) on a device session,
+  // tokens[i] its argmax computed there: the logits stay on the device and only the ids cross
   // (greedy_output.h). Returns whether it gave tokens.
   Result<bool> run(std::span<const ScheduledRun> runs, bool argmax, std::vector<std::vector<float>>& logits,
              std::vector<int32_t>& tokens);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/scheduler.h"
+#include "genai/speculative.h"
 #include "genai/text_stream.h"
 #include "onnx_genai/engine.h"
 
@@ -20,6 +21,9 @@ struct Request : ScheduledState {
   std::optional<Sampler> sampler;
   bool plain_argmax = false;  // its token is the raw logits' argmax (the device may pick it)
   std::optional<genai::TextStream> text;  // reads params.stop_strings: the request stays put in memory
+  // Speculative decoding (params.speculative): who drafts, and how many tokens next.
+  std::unique_ptr<genai::DraftProposer> proposer;
+  std::optional<genai::DraftLength> draft_length;
   genai::FinishReason reason = genai::FinishReason::kNone;
   const std::chrono::steady_clock::time_point arrived = std::chrono::steady_clock::now();
   std::optional<double> queue_seconds;  // from arrival until its tokens were first scheduled

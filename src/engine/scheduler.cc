@@ -18,6 +18,7 @@ void Scheduler::add(ScheduledState* request) {
 }
 
 void Scheduler::free_blocks(ScheduledState& r) {
+  r.drop_draft();
   pool_.release(r.blocks);
   r.blocks.clear();
   r.block_keys.clear();
@@ -59,6 +60,7 @@ std::vector<ScheduledRun> Scheduler::schedule() {
   int64_t budget = limits_.max_num_batched_tokens;
   for (size_t i = 0; i < running_.size() && budget > 0;) {
     ScheduledState& r = *running_[i];
+    if (r.draft > 0 && r.pending() > budget) r.drop_draft();  // a draft is verified whole or not at all
     const int64_t n = std::min(r.pending(), budget);
     if (n <= 0) {
       ++i;
@@ -111,8 +113,20 @@ void Scheduler::complete(const std::vector<ScheduledRun>& runs) {
   for (const ScheduledRun& run : runs) {
     ScheduledState& r = *run.request;
     r.computed = run.first + run.count;
-    pool_.commit_full_blocks(r.blocks, r.tokens, r.computed / pool_.block_size(), r.cache_salt, r.block_keys);
+    const int64_t confirmed = r.computed - r.draft;
+    pool_.commit_full_blocks(r.blocks, r.tokens, confirmed / pool_.block_size(), r.cache_salt, r.block_keys);
   }
+}
+
+void Scheduler::rewind(ScheduledState& r, int64_t computed) {
+  const int64_t bs = pool_.block_size();
+  r.computed = computed;
+  const auto needed = static_cast<size_t>((static_cast<int64_t>(r.tokens.size()) + bs - 1) / bs);
+  if (r.blocks.size() > needed) {
+    pool_.release(std::span<const int32_t>(r.blocks).subspan(needed));
+    r.blocks.resize(needed);
+  }
+  pool_.commit_full_blocks(r.blocks, r.tokens, computed / bs, r.cache_salt, r.block_keys);
 }
 
 }  // namespace onnx_genai::engine

@@ -10,7 +10,9 @@
 //      prefix cache supplies what it can of the prompt, and the first chunk of the rest is
 //      scheduled. Admission stops at the first request whose blocks do not fit (no overtaking).
 // A scheduled request's tokens [computed, computed + count) are fed; it wants a token sampled
-// when that reaches the end of its known tokens.
+// when that reaches the end of its known tokens. A speculative draft (the last `draft` tokens)
+// is fed whole with the token before it or not at all, never enters the prefix cache, and is
+// dropped when the request is preempted; after the verify step rewind() keeps what was accepted.
 #pragma once
 
 #include <cstdint>
@@ -40,7 +42,12 @@ struct ScheduledState {
   std::vector<uint64_t> block_keys;  // prefix-cache keys of the leading full blocks
   int64_t cached_prefix_tokens = 0;  // computed tokens the prefix cache supplied at admission
   int64_t preemptions = 0;
+  int64_t draft = 0;                 // trailing tokens of `tokens` that are a speculative draft
 
+  void drop_draft() {
+    tokens.resize(tokens.size() - static_cast<size_t>(draft));
+    draft = 0;
+  }
   int64_t pending() const { return static_cast<int64_t>(tokens.size()) - computed; }
 };
 
@@ -49,6 +56,8 @@ struct ScheduledRun {
   int64_t first = 0;  // first token fed (= computed before the step)
   int64_t count = 0;  // tokens fed
   bool samples() const { return first + count == static_cast<int64_t>(request->tokens.size()); }
+  // Positions whose logits the run needs: the last one's, and with a draft each drafted token's.
+  int64_t sampled_rows() const { return samples() ? 1 + request->draft : 0; }
 };
 
 class Scheduler {
@@ -62,6 +71,9 @@ class Scheduler {
   std::vector<ScheduledRun> schedule();
   // After the model ran `runs`: progress recorded, full blocks offered to the prefix cache.
   void complete(const std::vector<ScheduledRun>& runs);
+  // After a verify step: `computed` tokens hold (the accepted part of the draft); blocks past what
+  // the request's tokens need go back to the pool, and its full blocks to the prefix cache.
+  void rewind(ScheduledState& request, int64_t computed);
 
   size_t waiting() const { return waiting_.size(); }
   size_t running() const { return running_.size(); }

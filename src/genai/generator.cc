@@ -494,34 +494,26 @@ Result<bool> Generator::Impl::speculative_step() {
   return true;
 }
 
-// Keeps the draft's tokens while the model's own pick at each position agrees (sample_given_draft),
+// Keeps the draft's tokens while the model's own pick at each position agrees (verify_draft),
 // then the model's token after them; the KV cache forgets the positions of rejected tokens.
 Status Generator::Impl::verify_draft(Sequence& row, int64_t drafted) {
   const Clock::time_point start = Clock::now();
-  const int64_t vocab = model.io.vocab_size, fed_from = row.cached;
-  const std::vector<int32_t>& graph_tokens = last.position_tokens[0];
-  const bool from_graph = last.tokens[0].has_value();
+  const int64_t fed_from = row.cached;
+  VerifyRows verify{last.logits[0], {}, model.io.vocab_size};
+  if (last.tokens[0]) verify.argmax = last.position_tokens[0];  // the plain argmax, computed in the graph
   row.new_text.clear();
-  int64_t accepted = 0;
-  for (int64_t i = 0; i <= drafted && !row.finished(); ++i) {
-    int32_t token = 0;
-    if (from_graph) {
-      token = graph_tokens[static_cast<size_t>(i)];  // the plain argmax, computed in the graph
-    } else {
-      const std::span<const float> logits = std::span(last.logits[0]).subspan(static_cast<size_t>(i * vocab),
-                                                                              static_cast<size_t>(vocab));
-      OG_ASSIGN_OR_RETURN(SampledToken sampled,
-                          i < drafted ? row.sampler->sample_given_draft(logits, row.history(), draft[static_cast<size_t>(i)])
-                                      : row.sampler->sample(logits, row.history()));
-      token = sampled.token;
-      if (params.sampling.logprobs) row.logprobs.push_back(std::move(sampled));
-    }
-    row.slots.push_back(token);
-    ++stats.decode_tokens;
-    OG_RETURN_IF_ERROR(after_token(row, token));
-    if (i == drafted || token != draft[static_cast<size_t>(i)]) break;
-    ++accepted;
-  }
+  OG_ASSIGN_OR_RETURN(
+      const int64_t accepted,
+      genai::verify_draft(
+          draft, verify, *row.sampler, [&row] { return row.history(); },
+          [&](SampledToken pick) -> Result<bool> {
+            const int32_t token = pick.token;
+            if (params.sampling.logprobs) row.logprobs.push_back(std::move(pick));
+            row.slots.push_back(token);
+            ++stats.decode_tokens;
+            OG_RETURN_IF_ERROR(after_token(row, token));
+            return !row.finished();
+          }));
   // The pending token and the accepted draft are in the cache; a token after them is not.
   row.cached = fed_from + 1 + accepted;
   OG_RETURN_IF_ERROR(cache.rewind(row.cached));

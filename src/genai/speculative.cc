@@ -100,6 +100,28 @@ Status DraftModelProposer::propose(std::span<const int32_t> tokens, int32_t coun
   return Status::ok();
 }
 
+Result<int64_t> verify_draft(std::span<const int32_t> draft, const VerifyRows& rows, Sampler& sampler,
+                             FunctionRef<TokenHistory()> history, FunctionRef<Result<bool>(SampledToken)> keep) {
+  const auto drafted = static_cast<int64_t>(draft.size());
+  int64_t accepted = 0;
+  for (int64_t i = 0; i <= drafted; ++i) {
+    SampledToken pick;
+    if (!rows.argmax.empty()) {
+      pick.token = rows.argmax[static_cast<size_t>(i)];
+    } else {
+      const std::span<const float> logits =
+          rows.logits.subspan(static_cast<size_t>(i * rows.vocab), static_cast<size_t>(rows.vocab));
+      OG_ASSIGN_OR_RETURN(pick, i < drafted ? sampler.sample_given_draft(logits, history(), draft[static_cast<size_t>(i)])
+                                            : sampler.sample(logits, history()));
+    }
+    const int32_t token = pick.token;
+    OG_ASSIGN_OR_RETURN(const bool goes_on, keep(std::move(pick)));
+    if (!goes_on || i == drafted || token != draft[static_cast<size_t>(i)]) break;
+    ++accepted;
+  }
+  return accepted;
+}
+
 int32_t DraftLength::next() {
   if (pause_left_ > 0) {
     --pause_left_;

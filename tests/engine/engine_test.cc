@@ -161,6 +161,47 @@ TEST_F(EngineTest, BatchingPreemptionChunksAndPrefixHitsLeaveGreedyTokensUnchang
   EXPECT_EQ((*cached)->stats().kv_blocks_used, 0);
 }
 
+TEST_F(EngineTest, SpeculativeRequestsKeepTheirTokensBesidePlainOnes) {
+  EngineOptions alone_options = options();
+  alone_options.prefix_caching = false;
+  auto alone = Engine::load(kModel, alone_options);
+  ASSERT_TRUE(alone.is_ok()) << alone.status().message();
+  const auto ids = encode_all((*alone)->model());
+  std::vector<std::vector<int32_t>> want;
+  for (const auto& p : ids) want.push_back(run_all(**alone, {p}, greedy(40), {0})[0].tokens);
+
+  // Prompt lookup, the model as its own draft (a copy loaded without paging: a draft decodes in
+  // a Generator of its own), and no speculation, in turn; a step budget of 12 tokens drops drafts
+  // that do not fit, and a pool of 10 blocks preempts (and drops drafts).
+  auto draft_model = Model::load(kModel, ModelOptions{.num_threads = 2});
+  ASSERT_TRUE(draft_model.is_ok()) << draft_model.status().message();
+  EngineOptions tight = options();
+  tight.max_num_batched_tokens = 12;
+  tight.max_num_seqs = 4;
+  tight.kv_cache_memory = 10 * 64 * 1024;
+  for (const bool roomy : {false, true}) {
+    auto engine = Engine::load(kModel, roomy ? options() : tight);
+    ASSERT_TRUE(engine.is_ok()) << engine.status().message();
+    std::vector<RequestParams> params(ids.size(), greedy(40));
+    for (size_t i = 0; i < ids.size(); ++i) {
+      SpeculativeParams& s = params[i].speculative;
+      if (i % 3 == 0) s.method = SpeculativeMethod::kNgram;
+      if (i % 3 == 1) {
+        s.method = SpeculativeMethod::kDraftModel;
+        s.draft_model = draft_model->get();
+      }
+      s.draft_tokens = 3 + static_cast<int32_t>(i % 4);
+    }
+    const auto got = run_all(**engine, ids, greedy(40), {0, 0, 1, 2, 2, 5, 9, 9}, &params);
+    for (size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(got[i].tokens, want[i]) << "prompt " << i << ", roomy " << roomy;
+    const EngineStats s = (*engine)->stats();
+    EXPECT_GT(s.accepted_tokens, 0);
+    EXPECT_LE(s.accepted_tokens, s.drafted_tokens);
+    EXPECT_TRUE(roomy || s.preemptions > 0);
+    EXPECT_EQ(s.kv_blocks_used, 0);
+  }
+}
+
 TEST_F(EngineTest, SeededSamplingDrawsTheSameTokensAloneAndBatched) {
   auto engine = Engine::load(kModel, options());
   ASSERT_TRUE(engine.is_ok());
@@ -248,6 +289,17 @@ TEST_F(EngineTest, BadRequestsAreRefusedWithTheReason) {
   bad.sampling.greedy = false;
   bad.sampling.top_p = 2.0f;
   EXPECT_FALSE((*engine)->add_request({1, 2}, bad).is_ok());
+  RequestParams speculative = greedy(4);
+  speculative.speculative.method = SpeculativeMethod::kDraftModel;
+  EXPECT_TRUE(contains((*engine)->add_request({1, 2}, speculative).status(), "needs a draft model"));
+  speculative.speculative.draft_model = &(*engine)->model();
+  EXPECT_TRUE(contains((*engine)->add_request({1, 2}, speculative).status(), "load it with Model::load"));
+  speculative.speculative.method = SpeculativeMethod::kNgram;
+  speculative.speculative.draft_tokens = 16;
+  EXPECT_TRUE(contains((*engine)->add_request({1, 2}, speculative).status(), "draft_tokens must be in [1, 15]"));
+  speculative.speculative.draft_tokens = 4;
+  speculative.constraint = ConstraintSpec{ConstraintKind::kJsonObject, ""};
+  EXPECT_TRUE(contains((*engine)->add_request({1, 2}, speculative).status(), "does not take a constraint"));
   EngineOptions zero = options();
   zero.max_num_seqs = 0;
   EXPECT_TRUE(contains(Engine::load(kModel, zero).status(), "max_num_seqs"));
