@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "cli/run_support.h"
+#include "cli/speculative_options.h"
 #include "onnx_genai/engine.h"
 #include "server/http_server.h"
 #include "server/serving_loop.h"
@@ -27,6 +28,7 @@ struct ServeOptions {
   int64_t max_queued_requests = 1024;
   int64_t drain_seconds = 30;
   bool no_prefix_caching = false;
+  SpeculativeOptions speculative;
 };
 
 Result<ServeOptions> parse_serve_options(std::span<const std::string> args) {
@@ -49,6 +51,7 @@ Result<ServeOptions> parse_serve_options(std::span<const std::string> args) {
   table.valued["--max-queued-requests"] = integer_option(o.max_queued_requests, 1, 1 << 20);
   table.valued["--drain-timeout"] = integer_option(o.drain_seconds, 0, 86400);
   add_engine_options(table, o.engine);
+  add_speculative_options(table, o.speculative);
   table.flags = {{"--no-prefix-caching", &o.no_prefix_caching}};
   OG_RETURN_IF_ERROR(parse_options(args, table, o.model_path));
   o.http.port = static_cast<int>(port);
@@ -88,7 +91,9 @@ int run_serve(std::span<const std::string> args) {
 
   Result<std::unique_ptr<genai::Engine>> engine = genai::Engine::load(*dir, o.engine);
   if (!engine) return report(kExitBadInput, engine.status().message());
-  server::ServingLoop loop(std::move(*engine), o.max_queued_requests);
+  Result<SpeculativeSetup> speculative = load_speculative(o.speculative, o.engine.model);
+  if (!speculative) return report(kExitBadInput, speculative.status().message());
+  server::ServingLoop loop(std::move(*engine), o.max_queued_requests, speculative->params);
   server::HttpServer http(loop, o.http);
   Result<int> port = http.bind();
   if (!port) return report(kExitBadInput, port.status().message());

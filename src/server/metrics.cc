@@ -76,6 +76,10 @@ std::string Metrics::render(const genai::EngineStats& stats, int64_t in_flight) 
                static_cast<double>(stats.prefix_hits));
   write_metric(out, "counter", "onnx_genai:num_preemptions_total", "Requests preempted for want of KV blocks.",
                static_cast<double>(stats.preemptions));
+  write_metric(out, "counter", "onnx_genai:spec_decode_num_draft_tokens_total", "Speculative draft tokens verified.",
+               static_cast<double>(stats.drafted_tokens));
+  write_metric(out, "counter", "onnx_genai:spec_decode_num_accepted_tokens_total",
+               "Speculative draft tokens accepted.", static_cast<double>(stats.accepted_tokens));
   std::lock_guard lock(mutex_);
   write_metric(out, "counter", "onnx_genai:prompt_tokens_total", "Prompt tokens of finished requests.",
                static_cast<double>(prompt_tokens_));

@@ -41,8 +41,9 @@ void Mailbox::fail(const std::string& message) {
   ready_.notify_all();
 }
 
-ServingLoop::ServingLoop(std::unique_ptr<genai::Engine> engine, int64_t max_requests)
-    : engine_(std::move(engine)), max_requests_(max_requests), stats_(engine_->stats()) {
+ServingLoop::ServingLoop(std::unique_ptr<genai::Engine> engine, int64_t max_requests,
+                         genai::SpeculativeParams speculative)
+    : engine_(std::move(engine)), max_requests_(max_requests), speculative_(speculative), stats_(engine_->stats()) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -68,7 +69,13 @@ int64_t ServingLoop::in_flight() const {
 
 Result<uint64_t> ServingLoop::submit(std::vector<int32_t> prompt, const genai::RequestParams& params,
                                      const std::shared_ptr<Mailbox>& mailbox) {
-  OG_ASSIGN_OR_RETURN(const uint64_t id, engine_->add_request(std::move(prompt), params));
+  genai::RequestParams speculating;
+  const bool speculates = speculative_.method != genai::SpeculativeMethod::kNone && !params.constraint;
+  if (speculates) {
+    speculating = params;
+    speculating.speculative = speculative_;
+  }
+  OG_ASSIGN_OR_RETURN(const uint64_t id, engine_->add_request(std::move(prompt), speculates ? speculating : params));
   mailbox->expect();
   {
     std::lock_guard lock(mutex_);

@@ -53,7 +53,8 @@ class Mailbox {
 class ServingLoop {
  public:
   // `max_requests`: requests queued or running at once; submit() refuses more (has_room()).
-  ServingLoop(std::unique_ptr<genai::Engine> engine, int64_t max_requests);
+  // `speculative`: the server's speculative decoding, given to every request without a constraint.
+  ServingLoop(std::unique_ptr<genai::Engine> engine, int64_t max_requests, genai::SpeculativeParams speculative = {});
   ~ServingLoop();  // aborts what is left and joins the thread
   ServingLoop(const ServingLoop&) = delete;
   ServingLoop& operator=(const ServingLoop&) = delete;
@@ -80,6 +81,7 @@ class ServingLoop {
 
   std::unique_ptr<genai::Engine> engine_;
   const int64_t max_requests_;
+  const genai::SpeculativeParams speculative_;
   mutable std::mutex mutex_;
   std::condition_variable work_;
   std::map<uint64_t, std::shared_ptr<Mailbox>> mailboxes_;
