@@ -4,13 +4,15 @@
 
 namespace onnx_genai::constraints {
 
-size_t Automaton::VectorHash::operator()(const std::vector<int32_t>& v) const {
+template <typename T>
+size_t Automaton::VectorHash::operator()(const std::vector<T>& v) const {
   uint64_t h = 0x9E3779B97F4A7C15ull ^ v.size();
-  for (const int32_t x : v) h = (h ^ static_cast<uint32_t>(x)) * 0x100000001B3ull;
+  for (const T x : v) h = (h ^ static_cast<uint64_t>(x)) * 0x100000001B3ull;
   return static_cast<size_t>(h ^ (h >> 29));
 }
 
 Automaton::Automaton(std::shared_ptr<const Grammar> grammar) : grammar_(std::move(grammar)) {}
+Automaton::~Automaton() = default;
 
 Result<int32_t> Automaton::node(int32_t position, int32_t below) {
   const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(position)) << 32) | static_cast<uint32_t>(below);
@@ -25,9 +27,18 @@ Result<int32_t> Automaton::node(int32_t position, int32_t below) {
   return it->second;
 }
 
-Status Automaton::close(int32_t position, int32_t below, std::vector<int32_t>& out, bool& accepting) {
+Result<Automaton*> Automaton::lexer() {
+  if (!lexer_) lexer_ = std::make_unique<Automaton>(grammar_);
+  return lexer_.get();
+}
+
+Status Automaton::close(int32_t position, int32_t below, int32_t guard, std::vector<uint64_t>& out, bool& accepting) {
   const std::vector<int32_t>& code = grammar_->code;
   std::vector<std::pair<int32_t, int32_t>>& work = work_;
+  if (guard != seen_guard_) {  // what was expanded under another guard gave other configurations
+    seen_.clear();
+    seen_guard_ = guard;
+  }
   work.assign(1, {position, below});
   while (!work.empty()) {
     auto [pos, stack] = work.back();
@@ -41,9 +52,14 @@ Status Automaton::close(int32_t position, int32_t below, std::vector<int32_t>& o
       } else {
         work.emplace_back(nodes_[static_cast<size_t>(stack)].position, nodes_[static_cast<size_t>(stack)].below);
       }
+    } else if (Grammar::is_lexeme(c)) {
+      OG_ASSIGN_OR_RETURN(Automaton* const lex, lexer());
+      OG_ASSIGN_OR_RETURN(const int32_t first, lex->start_at(grammar_->lexeme_starts[static_cast<size_t>(c - Grammar::kLexemeBase)]));
+      OG_ASSIGN_OR_RETURN(const int32_t id, node(pos, stack));
+      if (first != kDead) out.push_back(pack(id, first, guard));
     } else if (c >= 0) {
       OG_ASSIGN_OR_RETURN(const int32_t id, node(pos, stack));
-      out.push_back(id);
+      out.push_back(pack(id, -1, guard));
     } else {
       // A reference in tail position returns to this frame's caller directly (no frame for
       // "the end of this alternative"), which keeps repetition from growing the stack.
@@ -62,47 +78,110 @@ Status Automaton::close(int32_t position, int32_t below, std::vector<int32_t>& o
   return Status::ok();
 }
 
-Result<int32_t> Automaton::intern(std::vector<int32_t> stacks, bool accepting) {
-  std::sort(stacks.begin(), stacks.end());
-  stacks.erase(std::unique(stacks.begin(), stacks.end()), stacks.end());
-  if (stacks.empty() && !accepting) return kDead;
+Result<int32_t> Automaton::intern(std::vector<uint64_t> configs, bool accepting) {
+  std::sort(configs.begin(), configs.end());
+  configs.erase(std::unique(configs.begin(), configs.end()), configs.end());
+  if (configs.empty() && !accepting) return kDead;
   auto& ids = state_ids_[accepting ? 1 : 0];
-  auto it = ids.find(stacks);
+  auto it = ids.find(configs);
   if (it != ids.end()) return it->second;
   if (states_.size() >= kMaxStates) {
     return OG_ERROR("grammar: the parser reached more than ", kMaxStates, " distinct states");
   }
   const auto id = static_cast<int32_t>(states_.size());
-  ids.emplace(stacks, id);
-  states_.push_back(State{std::move(stacks), accepting});
+  ids.emplace(configs, id);
+  states_.push_back(State{std::move(configs), accepting});
   transitions_.push_back(std::make_unique<std::array<int32_t, 256>>());
   transitions_.back()->fill(kUnknown);
   return id;
 }
 
-Result<int32_t> Automaton::start() {
-  if (start_ != kUnknown) return start_;
-  std::vector<int32_t> stacks;
+Result<int32_t> Automaton::intern_guard(std::vector<int32_t> lexer_states) {
+  std::sort(lexer_states.begin(), lexer_states.end());
+  lexer_states.erase(std::unique(lexer_states.begin(), lexer_states.end()), lexer_states.end());
+  auto it = guard_ids_.find(lexer_states);
+  if (it != guard_ids_.end()) return it->second;
+  if (guards_.size() >= (size_t{1} << kGuardBits)) {
+    return OG_ERROR("grammar: more than ", size_t{1} << kGuardBits, " sets of lexemes awaiting their longest match");
+  }
+  const auto id = static_cast<int32_t>(guards_.size());
+  guard_ids_.emplace(lexer_states, id);
+  guards_.push_back(std::move(lexer_states));
+  guard_rows_.resize(guards_.size());
+  guard_rows_.back().fill(kUnknown);
+  return id;
+}
+
+Result<int32_t> Automaton::advance_guard(int32_t guard, uint8_t byte) {
+  if (guard == 0) return 0;
+  const int32_t cached = guard_rows_[static_cast<size_t>(guard)][byte];
+  if (cached != kUnknown) return cached;
+  std::vector<int32_t> next;
+  bool violated = false;
+  for (const int32_t s : guards_[static_cast<size_t>(guard)]) {
+    OG_ASSIGN_OR_RETURN(const int32_t t, lexer_->next(s, byte));
+    violated = lexer_->accepting(t);  // the lexeme would match longer: that split was wrong
+    if (violated) break;
+    if (lexer_->extensible(t)) next.push_back(t);
+  }
+  int32_t result = kViolated;
+  if (!violated) {
+    OG_ASSIGN_OR_RETURN(result, intern_guard(std::move(next)));
+  }
+  guard_rows_[static_cast<size_t>(guard)][byte] = result;
+  return result;
+}
+
+Status Automaton::step_lexeme(const Config& c, int32_t guard, uint8_t byte, std::vector<uint64_t>& out, bool& accepting) {
+  OG_ASSIGN_OR_RETURN(const int32_t lex, lexer_->next(c.lex, byte));
+  if (lex == kDead) return Status::ok();
+  const bool longer = lexer_->extensible(lex);
+  if (longer) out.push_back(pack(c.node, lex, guard));
+  if (!lexer_->accepting(lex)) return Status::ok();
+  // The lexeme may end here if what follows never extends it: guarded by its state.
+  int32_t after = guard;
+  if (longer) {
+    std::vector<int32_t> states = guards_[static_cast<size_t>(guard)];
+    states.push_back(lex);
+    OG_ASSIGN_OR_RETURN(after, intern_guard(std::move(states)));
+  }
+  const Node n = nodes_[static_cast<size_t>(c.node)];
+  return close(n.position + 1, n.below, after, out, accepting);
+}
+
+Result<int32_t> Automaton::start_at(int32_t position) {
+  if (auto it = starts_.find(position); it != starts_.end()) return it->second;
+  std::vector<uint64_t> configs;
   bool accepting = false;
   seen_.clear();
-  OG_RETURN_IF_ERROR(close(0, -1, stacks, accepting));
-  OG_ASSIGN_OR_RETURN(start_, intern(std::move(stacks), accepting));
-  return start_;
+  seen_guard_ = 0;
+  OG_RETURN_IF_ERROR(close(position, -1, 0, configs, accepting));
+  OG_ASSIGN_OR_RETURN(const int32_t start, intern(std::move(configs), accepting));
+  starts_.emplace(position, start);
+  return start;
 }
 
 Result<int32_t> Automaton::compute_next(int32_t state, uint8_t byte) {
-  std::vector<int32_t> stacks;
+  std::vector<uint64_t> configs;
   bool accepting = false;
   // Copied: close() may add states' nodes, and intern() grows states_.
-  const std::vector<int32_t> from = states_[static_cast<size_t>(state)].stacks;
+  const std::vector<uint64_t> from = states_[static_cast<size_t>(state)].configs;
   seen_.clear();  // shared by the closures of all stacks: each (position, below) expands once
-  for (const int32_t id : from) {
-    const Node n = nodes_[static_cast<size_t>(id)];
+  seen_guard_ = 0;
+  for (const uint64_t packed : from) {
+    const Config c = unpack(packed);
+    OG_ASSIGN_OR_RETURN(const int32_t guard, advance_guard(c.guard, byte));
+    if (guard == kViolated) continue;
+    if (c.lex >= 0) {
+      OG_RETURN_IF_ERROR(step_lexeme(c, guard, byte, configs, accepting));
+      continue;
+    }
+    const Node n = nodes_[static_cast<size_t>(c.node)];
     const int32_t cls = grammar_->code[static_cast<size_t>(n.position)];
     if (!grammar_->classes[static_cast<size_t>(cls)].test(byte)) continue;
-    OG_RETURN_IF_ERROR(close(n.position + 1, n.below, stacks, accepting));
+    OG_RETURN_IF_ERROR(close(n.position + 1, n.below, guard, configs, accepting));
   }
-  OG_ASSIGN_OR_RETURN(const int32_t next, intern(std::move(stacks), accepting));
+  OG_ASSIGN_OR_RETURN(const int32_t next, intern(std::move(configs), accepting));
   (*transitions_[static_cast<size_t>(state)])[byte] = next;
   return next;
 }
