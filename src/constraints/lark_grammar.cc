@@ -288,6 +288,7 @@ class LarkCompiler {
 
 Result<Grammar> compile_lark_grammar(std::string_view text) {
   OG_ASSIGN_OR_RETURN(LarkSyntax syntax, parse_lark_syntax(text));
+  OG_RETURN_IF_ERROR(add_lark_imports(syntax));
   LarkCompiler compiler(syntax);
   return compiler.compile();
 }

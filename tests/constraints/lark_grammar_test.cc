@@ -126,7 +126,7 @@ TEST(LarkGrammar, AgreesWithLarkOnCompletePrefixAndRejected) {
     }
   }
   lines.close();
-  EXPECT_GE(grammars, 9);
+  EXPECT_GE(grammars, 10);
   // Every verdict must be exercised, or agreement would say little.
   for (const char* kind : {"complete", "prefix", "rejected"}) EXPECT_GE(ours[kind], 100) << kind;
   const auto [status, report] = run_checker("lark_oracle.py", cases.string());
@@ -237,6 +237,15 @@ TEST(LarkGrammar, JsonEmbedsASchema) {
   EXPECT_EQ(verdict(grammar, "<call>{\"city\":\"Oslo\"}"), "prefix");
 }
 
+TEST(LarkGrammar, ImportsMeanWhatTheirDefinitionsSay) {
+  // The three spellings of %import bring in the same terminal as its definition written out.
+  const std::vector<std::string> texts = {"", "1", "12", "-3", "1.5", "1.", ".5", "1e5", "1.5E-3", "e5", "1e", "+", "x"};
+  const std::string number = "start: N\nN: /[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([eE][+-]?[0-9]+)?/\n";
+  expect_same_language("start: SIGNED_NUMBER\n%import common.SIGNED_NUMBER\n", number, texts);
+  expect_same_language("start: N\n%import common.SIGNED_NUMBER -> N\n", number, texts);
+  expect_same_language("start: SIGNED_NUMBER\n%import common (WS, SIGNED_NUMBER)\n", number, texts);
+}
+
 TEST(LarkGrammar, RulesThatMatchNothingOfferNoPrefix) {
   // b has no alternative that ends, so "a" can never be completed: it must not be a prefix.
   const TestVocabulary& v = test_vocabulary("llama2");
@@ -252,7 +261,15 @@ TEST(LarkGrammar, RulesThatMatchNothingOfferNoPrefix) {
 
 TEST(LarkGrammar, RefusalsNameTheConstructAndWhere) {
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"start: A\n%import common.WS\n", "lark grammar:2:1: %import is not supported (define the terminals in the grammar)"},
+      {"start: A\n%import unicode.A\n", "lark grammar:2:17: %import from \"unicode\" is not supported (only Lark's common terminals)"},
+      {"start: A\n%import .grammar.A\n", "lark grammar:2:9: relative %import is not supported (only Lark's common terminals)"},
+      {"start: A\n%import common.A\n", "lark grammar:2:16: common.A is not a supported terminal of Lark's common library"},
+      {"start: X\n%import common (WS, _STRING_INNER)\n",
+       "lark grammar:2:21: common._STRING_INNER is not a supported terminal of Lark's common library"},
+      {"start: ws\n%import common.WS -> ws\n", "lark grammar:2:22: alias \"ws\" of WS must be uppercase"},
+      {"start: A\n%import common\n", "lark grammar:2:1: expected %import MODULE.NAME or %import MODULE (NAMES)"},
+      {"start: A\n%import common (A\n", "lark grammar:2:1: unterminated %import (...)"},
+      {"start: INT\nINT: \"1\"\n%import common.INT\n", "lark grammar:3:16: \"INT\" is defined twice"},
       {"start: a\na.2: \"x\"\n", "lark grammar:2:2: priorities (a.N) are not supported"},
       {"start: _sep{\"a\", \",\"}\n", "lark grammar:1:12: templates (_sep{...}) are not supported"},
       {"start: x\n_sep{x, sep}: x (sep x)*\n", "lark grammar:2:5: templates (_sep{...}) are not supported"},

@@ -12,8 +12,8 @@ Verdicts:
             before where Lark stopped, Lark's run over the text reaches q (every terminal
             ending by q matched against the whole text, so that none would have taken more of
             it, then a character no grammar uses at q stops it exactly there) and the rest of
-            the text is a prefix of a terminal Lark expects at q, or of an %ignore terminal
-            (python3-regex's partial match). The terminal may start before the stop: Lark's
+            the text begins a terminal Lark expects at q, or an %ignore terminal, that some
+            continuation completes (covers() below). The terminal may start before the stop: Lark's
             lexer reads "1." as the number "1" and stops at ".", though "1.5" is a number.
   rejected  otherwise.
 """
@@ -26,19 +26,47 @@ import regex
 _RE_FLAGS = {"i": regex.I, "m": regex.M, "s": regex.S, "x": regex.X, "u": 0, "l": 0}
 
 
+def covers(pattern, flags, rest):
+    """Whether some continuation makes Lark's match of the terminal take all of `rest`.
+
+    That `rest` begins a string of the pattern's language (python3-regex's partial fullmatch)
+    is not enough: a lazy pattern (common.lark's ESCAPED_STRING, C_COMMENT) matches only up to
+    its first close, so '"a" b' never continues one string. So a continuation is searched for,
+    shortest first (SEARCH_BUDGET regex calls at most), from the pattern's own characters and a
+    few others, each step still a prefix of the language; Lark's match of `rest` and the
+    continuation (then a character no grammar uses) must reach the end of `rest`.
+    """
+    compiled = regex.compile(pattern, flags)
+    alphabet = sorted(set(pattern) | set("0a "))
+    frontier = [""]
+    budget = SEARCH_BUDGET
+    while frontier and budget > 0:
+        extended = []
+        for more in frontier:
+            m = compiled.match(rest + more + SENTINEL)
+            if m and m.end() >= len(rest):
+                return True
+            budget -= len(alphabet)
+            extended += [more + a for a in alphabet if compiled.fullmatch(rest + more + a, partial=True)]
+        frontier = extended
+    return False
+
+
 def continues_a_terminal(parser, names, rest):
     for name in names:
         terminal = parser.get_terminal(name)
         flags = 0
         for f in terminal.pattern.flags:
             flags |= _RE_FLAGS[f]
-        if regex.fullmatch(terminal.pattern.to_regexp(), rest, flags, partial=True):
+        pattern = terminal.pattern.to_regexp()
+        if regex.fullmatch(pattern, rest, flags, partial=True) and covers(pattern, flags, rest):
             return True
     return False
 
 
 SENTINEL = "\U0010fffd"
 LONGEST_TERMINAL = 64
+SEARCH_BUDGET = 20000
 
 
 def expected_at(parser, text, q):
