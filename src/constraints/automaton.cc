@@ -128,7 +128,7 @@ Result<int32_t> Automaton::advance_guard(int32_t guard, uint8_t byte) {
   if (!violated) {
     OG_ASSIGN_OR_RETURN(result, intern_guard(std::move(next)));
   }
-  guard_rows_[static_cast<size_t>(guard)][byte] = result;
+  for (const uint8_t same : grammar_->kind_bytes[grammar_->byte_kind[byte]]) guard_rows_[static_cast<size_t>(guard)][same] = result;
   return result;
 }
 
@@ -182,7 +182,8 @@ Result<int32_t> Automaton::compute_next(int32_t state, uint8_t byte) {
     OG_RETURN_IF_ERROR(close(n.position + 1, n.below, guard, configs, accepting));
   }
   OG_ASSIGN_OR_RETURN(const int32_t next, intern(std::move(configs), accepting));
-  (*transitions_[static_cast<size_t>(state)])[byte] = next;
+  Row& row = *transitions_[static_cast<size_t>(state)];
+  for (const uint8_t same : grammar_->kind_bytes[grammar_->byte_kind[byte]]) row[same] = next;
   return next;
 }
 

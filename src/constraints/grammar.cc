@@ -99,6 +99,27 @@ int32_t left_recursive_rule(const std::vector<std::vector<std::vector<Symbol>>>&
   return -1;
 }
 
+// Partitions the bytes by their membership in every class (refining one class at a time).
+void split_bytes_by_class(Grammar& g) {
+  std::array<int32_t, 256> kind{};
+  int32_t kinds = 1;
+  for (const ByteSet& set : g.classes) {
+    std::vector<int32_t> renumber(static_cast<size_t>(kinds) * 2, -1);
+    int32_t next = 0;
+    for (size_t b = 0; b < 256; ++b) {
+      int32_t& id = renumber[static_cast<size_t>(kind[b]) * 2 + (set.test(b) ? 1 : 0)];
+      if (id < 0) id = next++;
+      kind[b] = id;
+    }
+    kinds = next;
+  }
+  g.kind_bytes.assign(static_cast<size_t>(kinds), {});
+  for (size_t b = 0; b < 256; ++b) {
+    g.byte_kind[b] = static_cast<uint8_t>(kind[b]);
+    g.kind_bytes[static_cast<size_t>(kind[b])].push_back(static_cast<uint8_t>(b));
+  }
+}
+
 }  // namespace
 
 int32_t GrammarBuilder::new_rule(std::string name) {
@@ -247,6 +268,7 @@ Result<Grammar> GrammarBuilder::build(int32_t start) const {
     g.lexeme_starts.push_back(static_cast<int32_t>(g.code.size()));
     g.code.insert(g.code.end(), {-(rule + 1), Grammar::kEnd});
   }
+  split_bytes_by_class(g);
   return g;
 }
 

@@ -18,6 +18,7 @@
 // splits "aa"). The rule must be regular and not match the empty string.
 #pragma once
 
+#include <array>
 #include <bitset>
 #include <cstdint>
 #include <string>
@@ -58,6 +59,11 @@ class Grammar {
   // parser of the lexeme alone starts).
   std::vector<int32_t> lexeme_rules;
   std::vector<int32_t> lexeme_starts;
+  // Bytes no class tells apart move the parser alike: byte -> its kind, kind -> its bytes. The
+  // automaton computes a successor once per kind (a JSON string's inside is a few kinds, not
+  // 256 bytes).
+  std::array<uint8_t, 256> byte_kind{};
+  std::vector<std::vector<uint8_t>> kind_bytes;
 };
 
 class GrammarBuilder {
