@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "constraints/utf8.h"
+
 namespace onnx_genai::constraints {
 
 template <typename T>
@@ -147,6 +149,42 @@ Status Automaton::step_lexeme(const Config& c, int32_t guard, uint8_t byte, std:
   }
   const Node n = nodes_[static_cast<size_t>(c.node)];
   return close(n.position + 1, n.below, after, out, accepting);
+}
+
+// Whether every way of finishing the character begun (`utf8`, at `state`) leads back to `from`.
+// Bytes the grammar does not tell apart go alike, so one byte per kind is tried.
+Result<bool> Automaton::keeps_characters(int32_t from, int32_t state, int8_t utf8) {
+  std::vector<bool> tried(grammar_->kind_bytes.size());
+  for (int b = 0x80; b <= 0xFF; ++b) {
+    const int8_t after = utf8::step(utf8, static_cast<uint8_t>(b));
+    const uint8_t kind = grammar_->byte_kind[static_cast<size_t>(b)];
+    if (after == utf8::kInvalid || (utf8 != utf8::kBoundary && tried[kind])) continue;
+    tried[kind] = true;  // at a boundary each lead byte is tried: its own table row follows
+    OG_ASSIGN_OR_RETURN(const int32_t next, this->next(state, static_cast<uint8_t>(b)));
+    if (next == kDead || (after == utf8::kBoundary && next != from)) return false;
+    if (after == utf8::kBoundary) continue;
+    OG_ASSIGN_OR_RETURN(const bool kept, keeps_characters(from, next, after));
+    if (!kept) return false;
+  }
+  return true;
+}
+
+Result<const ByteSet*> Automaton::string_loop(int32_t state) {
+  if (auto it = string_loops_.find(state); it != string_loops_.end()) return it->second.get();
+  std::unique_ptr<ByteSet> loop;
+  OG_ASSIGN_OR_RETURN(const bool kept, keeps_characters(state, state, utf8::kBoundary));
+  if (kept) {
+    loop = std::make_unique<ByteSet>();
+    for (const std::vector<uint8_t>& kind : grammar_->kind_bytes) {
+      if (kind[0] >= 0x80) continue;
+      OG_ASSIGN_OR_RETURN(const int32_t next, this->next(state, kind[0]));
+      if (next != state) continue;
+      for (const uint8_t b : kind) {
+        if (b < 0x80) loop->set(b);
+      }
+    }
+  }
+  return string_loops_.emplace(state, std::move(loop)).first->second.get();
 }
 
 Result<int32_t> Automaton::start_at(int32_t position) {

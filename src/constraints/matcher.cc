@@ -11,14 +11,16 @@
 namespace onnx_genai {
 
 using constraints::Automaton;
+using constraints::ByteSet;
 using constraints::CompiledState;
 using constraints::TokenTrie;
 
 namespace constraints {
 
-Status walk_token_trie(Automaton& automaton, const TokenTrie& trie, int32_t state, std::vector<uint64_t>& mask) {
-  mask.assign((static_cast<size_t>(trie.vocab_size()) + 63) / 64, 0);
-  if (state == Automaton::kDead) return Status::ok();
+namespace {
+
+// Adds to `mask` the tokens of `trie` whose bytes the automaton accepts from `state`.
+Status walk(Automaton& automaton, const TokenTrie& trie, int32_t state, std::vector<uint64_t>& mask) {
   const std::vector<TokenTrie::Node>& nodes = trie.nodes();
   const std::vector<int32_t>& tokens = trie.node_tokens();
   // states[d] is the state after the first d bytes of the current trie path, rows[d] its
@@ -48,7 +50,35 @@ Status walk_token_trie(Automaton& automaton, const TokenTrie& trie, int32_t stat
   return Status::ok();
 }
 
+}  // namespace
+
+Status walk_token_trie(Automaton& automaton, const TokenTrie& trie, int32_t state, std::vector<uint64_t>& mask) {
+  mask.assign((static_cast<size_t>(trie.vocab_size()) + 63) / 64, 0);
+  if (state == Automaton::kDead) return Status::ok();
+  // Inside a string: the tokens that stay inside come from the vocabulary's table, and only
+  // the others (those with a quote, an escape, a control byte, a broken character) are walked.
+  OG_ASSIGN_OR_RETURN(const ByteSet* loop, automaton.string_loop(state));
+  if (loop == nullptr) return walk(automaton, trie, state, mask);
+  std::bitset<128> stays;
+  for (size_t b = 0; b < 128; ++b) stays[b] = loop->test(b);
+  const TokenTrie::Inside& inside = trie.inside(stays);
+  mask = inside.mask;
+  return walk(automaton, *inside.others, state, mask);
+}
+
 }  // namespace constraints
+
+namespace {
+
+// The ASCII a JSON string holds raw (not '"', '\\' or a control character): the string inside
+// met most often, its table prepared with the vocabulary so that no request waits for it.
+std::bitset<128> json_string_bytes() {
+  std::bitset<128> raw;
+  for (size_t b = 0x20; b < 0x80; ++b) raw[b] = b != '"' && b != '\\';
+  return raw;
+}
+
+}  // namespace
 
 Result<std::shared_ptr<const ConstraintVocabulary>> ConstraintVocabulary::create(const Tokenizer& tokenizer,
                                                                                    int32_t vocab_size,
@@ -56,6 +86,7 @@ Result<std::shared_ptr<const ConstraintVocabulary>> ConstraintVocabulary::create
   OG_ASSIGN_OR_RETURN(TokenTrie trie, TokenTrie::build(tokenizer, vocab_size, std::move(stop_ids)));
   std::shared_ptr<ConstraintVocabulary> vocabulary(new ConstraintVocabulary());
   vocabulary->trie_ = std::make_unique<TokenTrie>(std::move(trie));
+  (void)vocabulary->trie_->inside(json_string_bytes());
   return std::shared_ptr<const ConstraintVocabulary>(std::move(vocabulary));
 }
 

@@ -6,9 +6,19 @@
 // when the text is complete. The trie is stored in preorder, each node knowing where its subtree
 // ends, so a mask is one forward pass that skips a whole subtree when its first byte is refused
 // (the layout llguidance's token trie uses).
+//
+// Inside a string nearly every token is allowed, and walking all ~330k nodes is the slowest mask
+// there is. Which tokens stay inside does not depend on the parser's state beyond the ASCII
+// bytes that keep it there (XGrammar's context-independent tokens): inside() gives, per such
+// byte set, the mask of tokens spelled with those bytes and whole UTF-8 characters, and a trie
+// of the rest, the only tokens a mask there must still walk.
 #pragma once
 
+#include <bitset>
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -36,6 +46,13 @@ class TokenTrie {
   const std::vector<int32_t>& node_tokens() const { return tokens_; }
   const std::vector<int32_t>& stop_ids() const { return stop_ids_; }
   size_t max_depth() const { return max_depth_; }
+  struct Inside {
+    std::vector<uint64_t> mask;  // tokens of `stays` bytes and UTF-8 characters (valid prefixes)
+    std::unique_ptr<TokenTrie> others;
+  };
+  // For the ASCII bytes `stays` that keep a string's inside where it is; computed on first use
+  // and kept (thread-safe).
+  const Inside& inside(const std::bitset<128>& stays) const;
   // The bytes of token `id` ("" for special and unknown tokens).
   const std::string& bytes(int32_t id) const;
   bool is_stop(int32_t id) const;
@@ -47,6 +64,14 @@ class TokenTrie {
   std::vector<int32_t> tokens_;
   std::vector<int32_t> stop_ids_;
   size_t max_depth_ = 0;
+  struct InsideCache {
+    std::mutex mutex;
+    std::map<std::pair<uint64_t, uint64_t>, std::unique_ptr<Inside>> by_stays;
+  };
+  std::unique_ptr<InsideCache> inside_ = std::make_unique<InsideCache>();
+
+  // Nodes and tokens for the tokens `order` (sorted by their bytes, `bytes` by id).
+  void link(const std::vector<int32_t>& order, const std::vector<std::string>& bytes);
 };
 
 }  // namespace onnx_genai::constraints
