@@ -151,9 +151,9 @@ Status Automaton::step_lexeme(const Config& c, int32_t guard, uint8_t byte, std:
   return close(n.position + 1, n.below, after, out, accepting);
 }
 
-// Whether every way of finishing the character begun (`utf8`, at `state`) leads back to `from`.
-// Bytes the grammar does not tell apart go alike, so one byte per kind is tried.
-Result<bool> Automaton::keeps_characters(int32_t from, int32_t state, int8_t utf8) {
+// Whether every way of finishing the character begun (`utf8`, at `state`) leads to `to` through
+// live states. Bytes the grammar does not tell apart go alike, so one byte per kind is tried.
+Result<bool> Automaton::characters_lead(int32_t to, int32_t state, int8_t utf8) {
   std::vector<bool> tried(grammar_->kind_bytes.size());
   for (int b = 0x80; b <= 0xFF; ++b) {
     const int8_t after = utf8::step(utf8, static_cast<uint8_t>(b));
@@ -161,30 +161,101 @@ Result<bool> Automaton::keeps_characters(int32_t from, int32_t state, int8_t utf
     if (after == utf8::kInvalid || (utf8 != utf8::kBoundary && tried[kind])) continue;
     tried[kind] = true;  // at a boundary each lead byte is tried: its own table row follows
     OG_ASSIGN_OR_RETURN(const int32_t next, this->next(state, static_cast<uint8_t>(b)));
-    if (next == kDead || (after == utf8::kBoundary && next != from)) return false;
+    if (next == kDead || (after == utf8::kBoundary && next != to)) return false;
     if (after == utf8::kBoundary) continue;
-    OG_ASSIGN_OR_RETURN(const bool kept, keeps_characters(from, next, after));
+    OG_ASSIGN_OR_RETURN(const bool kept, characters_lead(to, next, after));
     if (!kept) return false;
   }
   return true;
 }
 
-Result<const ByteSet*> Automaton::string_loop(int32_t state) {
-  if (auto it = string_loops_.find(state); it != string_loops_.end()) return it->second.get();
-  std::unique_ptr<ByteSet> loop;
-  OG_ASSIGN_OR_RETURN(const bool kept, keeps_characters(state, state, utf8::kBoundary));
-  if (kept) {
-    loop = std::make_unique<ByteSet>();
-    for (const std::vector<uint8_t>& kind : grammar_->kind_bytes) {
-      if (kind[0] >= 0x80) continue;
-      OG_ASSIGN_OR_RETURN(const int32_t next, this->next(state, kind[0]));
-      if (next != state) continue;
-      for (const uint8_t b : kind) {
-        if (b < 0x80) loop->set(b);
-      }
+// One step of a string's inside: the state every character allowed leads to from `state`, and
+// `run` filled with the ASCII bytes that lead there and whether every UTF-8 character beyond
+// ASCII does too (else none may come). kDead when nothing of `run` may come any more (the end
+// of a maxLength); kUnknown when characters go different ways. At the first step (`first`) the
+// ASCII bytes are those of the commonest successor; later ones must keep `run` as it was.
+Result<int32_t> Automaton::run_step(int32_t state, bool first, StringRun& run) {
+  // A lead byte that may come makes every character a must; one that may not, none.
+  int32_t to = kDead;
+  bool unicode = false, refused = false;
+  for (int b = 0xC2; b <= 0xF4; ++b) {
+    OG_ASSIGN_OR_RETURN(const int32_t half, next(state, static_cast<uint8_t>(b)));
+    (half == kDead ? refused : unicode) = true;
+  }
+  if (unicode && refused) return kUnknown;
+  if (unicode) {
+    constexpr uint8_t kE9[] = {0xC3, 0xA9};  // any character would do: é
+    OG_ASSIGN_OR_RETURN(const int32_t half, next(state, kE9[0]));
+    OG_ASSIGN_OR_RETURN(to, next(half, kE9[1]));
+    if (to == kDead) return kUnknown;
+    OG_ASSIGN_OR_RETURN(const bool all, characters_lead(to, state, utf8::kBoundary));
+    if (!all) return kUnknown;
+  }
+  // Successors of the ASCII kinds, and how many bytes go to each.
+  std::vector<std::pair<int32_t, int32_t>> ascii;  // (successor, kind)
+  std::unordered_map<int32_t, int32_t> bytes_to;
+  for (size_t k = 0; k < grammar_->kind_bytes.size(); ++k) {
+    const std::vector<uint8_t>& kind = grammar_->kind_bytes[k];
+    if (kind[0] >= 0x80) continue;
+    OG_ASSIGN_OR_RETURN(const int32_t next, this->next(state, kind[0]));
+    ascii.emplace_back(next, static_cast<int32_t>(k));
+    if (next != kDead) bytes_to[next] += static_cast<int32_t>(std::count_if(kind.begin(), kind.end(), [](uint8_t b) { return b < 0x80; }));
+  }
+  if (!unicode && !first) {  // the way the run's bytes went so far
+    for (const auto& [next, k] : ascii) {
+      const std::vector<uint8_t>& kind = grammar_->kind_bytes[static_cast<size_t>(k)];
+      if (std::none_of(kind.begin(), kind.end(), [&](uint8_t b) { return b < 0x80 && run.stays.test(b); })) continue;
+      to = next;
+      break;
+    }
+  } else if (!unicode) {  // the way most ASCII bytes go
+    for (const auto& [next, count] : bytes_to) {
+      if (to == kDead || count > bytes_to[to] || (count == bytes_to[to] && next < to)) to = next;
     }
   }
-  return string_loops_.emplace(state, std::move(loop)).first->second.get();
+  ByteSet stays;
+  bool live = false;  // a byte of the run's may still come
+  for (const auto& [next, k] : ascii) {
+    for (const uint8_t b : grammar_->kind_bytes[static_cast<size_t>(k)]) {
+      if (b >= 0x80) continue;
+      if (next == to && to != kDead) stays.set(b);
+      live = live || (next != kDead && run.stays.test(b));
+    }
+  }
+  if (!first && to == kDead && !unicode) return live ? kUnknown : kDead;
+  if (to == kDead || (!first && (stays != run.stays || unicode != run.unicode))) return kUnknown;
+  if (!unicode && stays.count() < kMinRunBytes) return kUnknown;
+  run.stays = stays;
+  run.unicode = unicode;
+  return to;
+}
+
+Result<const Automaton::StringRun*> Automaton::string_run(int32_t state, int32_t enough) {
+  if (auto it = string_runs_.find(state); it != string_runs_.end()) return it->second.get();
+  // Follow the run: every step must send all characters and the same ASCII bytes one way. It
+  // ends where nothing more may come (a maxLength), or returns to a state seen (unbounded).
+  std::vector<int32_t> chain{state};
+  StringRun found{ByteSet(), false, -1};
+  bool run = true;
+  while (run && static_cast<int32_t>(chain.size()) <= enough) {
+    OG_ASSIGN_OR_RETURN(const int32_t to, run_step(chain.back(), chain.size() == 1, found));
+    if (to == kDead && chain.size() > 1) {
+      found.chars = static_cast<int32_t>(chain.size()) - 1;
+      break;
+    }
+    run = to != kUnknown && to != kDead;
+    if (run && std::find(chain.begin(), chain.end(), to) != chain.end()) break;
+    if (run) chain.push_back(to);
+  }
+  if (!run) return string_runs_.emplace(state, nullptr).first->second.get();
+  // The run's later states are runs too, unless it was cut at `enough` (their end is unknown).
+  const bool cut = static_cast<int32_t>(chain.size()) > enough;
+  for (size_t j = 0; j < (cut ? 1 : chain.size()); ++j) {
+    StringRun later = found;
+    if (found.chars >= 0) later.chars -= static_cast<int32_t>(j);
+    string_runs_.try_emplace(chain[j], std::make_unique<StringRun>(later));
+  }
+  return string_runs_.at(state).get();
 }
 
 Result<int32_t> Automaton::start_at(int32_t position) {

@@ -55,11 +55,21 @@ class Automaton {
   // directly). Rows stay where they are while states are added.
   const Row& row(int32_t state) const { return *transitions_[static_cast<size_t>(state)]; }
   static constexpr int32_t kUnknown = -2;
-  // When every UTF-8 character beyond ASCII leads from `state` back to it (through live states),
-  // the ASCII bytes that do too; else nullptr: the inside of a string, where a mask takes the
-  // tokens spelled with those bytes and whole characters from a table (TokenTrie::inside).
-  // Computed once per state.
-  Result<const ByteSet*> string_loop(int32_t state);
+  // The inside of a string: from `state`, the ASCII bytes `stays` and (when `unicode`) every
+  // UTF-8 character beyond ASCII lead one way, to a state that is again such a step (other
+  // characters beyond ASCII are refused), for `chars` characters (then none may come: a
+  // maxLength) or without end (-1). A mask there takes the tokens spelled with those from a
+  // table (TokenTrie::inside_mask). nullptr when `state` is no such run. Runs longer than
+  // `enough` characters count as endless. Computed once per state.
+  struct StringRun {
+    ByteSet stays;
+    bool unicode;
+    int32_t chars;
+  };
+  Result<const StringRun*> string_run(int32_t state, int32_t enough);
+  // An ASCII-only run of fewer bytes is left to the mask's walk: the trie prunes it early, and
+  // each table costs a pass over the vocabulary.
+  static constexpr size_t kMinRunBytes = 32;
   // Whether the text so far is a whole sentence.
   bool accepting(int32_t state) const { return state != kDead && states_[static_cast<size_t>(state)].accepting; }
   // Whether some byte continues the text (a state may accept and still be extensible).
@@ -110,7 +120,8 @@ class Automaton {
   // The guard after `byte`: kViolated when a guarded lexeme would match longer.
   Result<int32_t> advance_guard(int32_t guard, uint8_t byte);
   Result<int32_t> intern_guard(std::vector<int32_t> lexer_states);
-  Result<bool> keeps_characters(int32_t from, int32_t state, int8_t utf8);
+  Result<bool> characters_lead(int32_t to, int32_t state, int8_t utf8);
+  Result<int32_t> run_step(int32_t state, bool first, StringRun& run);
   Result<Automaton*> lexer();
 
   std::shared_ptr<const Grammar> grammar_;
@@ -133,7 +144,7 @@ class Automaton {
   std::vector<std::vector<int32_t>> guards_{{}};
   std::unordered_map<std::vector<int32_t>, int32_t, VectorHash> guard_ids_{{{}, 0}};
   std::vector<std::array<int32_t, 256>> guard_rows_;
-  std::unordered_map<int32_t, std::unique_ptr<ByteSet>> string_loops_;  // null: not a string's inside
+  std::unordered_map<int32_t, std::unique_ptr<StringRun>> string_runs_;  // null: not a string's inside
 };
 
 }  // namespace onnx_genai::constraints

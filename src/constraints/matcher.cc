@@ -19,8 +19,16 @@ namespace constraints {
 
 namespace {
 
-// Adds to `mask` the tokens of `trie` whose bytes the automaton accepts from `state`.
-Status walk(Automaton& automaton, const TokenTrie& trie, int32_t state, std::vector<uint64_t>& mask) {
+std::bitset<128> ascii(const ByteSet& bytes) {
+  std::bitset<128> out;
+  for (size_t b = 0; b < 128; ++b) out[b] = bytes.test(b);
+  return out;
+}
+
+// Adds to `mask` the tokens of `trie` whose bytes the automaton accepts from `state`, skipping
+// the subtrees `skip` marks (a bit per node; those tokens are decided already).
+Status walk(Automaton& automaton, const TokenTrie& trie, int32_t state, const std::vector<uint64_t>* skip,
+            std::vector<uint64_t>& mask) {
   const std::vector<TokenTrie::Node>& nodes = trie.nodes();
   const std::vector<int32_t>& tokens = trie.node_tokens();
   // states[d] is the state after the first d bytes of the current trie path, rows[d] its
@@ -31,6 +39,10 @@ Status walk(Automaton& automaton, const TokenTrie& trie, int32_t state, std::vec
   rows[0] = &automaton.row(state);
   for (size_t i = 0; i < nodes.size();) {
     const TokenTrie::Node& n = nodes[i];
+    if (skip != nullptr && ((*skip)[i >> 6] >> (i & 63)) & 1) {
+      i = static_cast<size_t>(n.subtree_end);
+      continue;
+    }
     int32_t next = (*rows[n.depth - 1u])[n.byte];
     if (next == Automaton::kUnknown) {
       OG_ASSIGN_OR_RETURN(next, automaton.next(states[n.depth - 1u], n.byte));
@@ -56,14 +68,12 @@ Status walk_token_trie(Automaton& automaton, const TokenTrie& trie, int32_t stat
   mask.assign((static_cast<size_t>(trie.vocab_size()) + 63) / 64, 0);
   if (state == Automaton::kDead) return Status::ok();
   // Inside a string: the tokens that stay inside come from the vocabulary's table, and only
-  // the others (those with a quote, an escape, a control byte, a broken character) are walked.
-  OG_ASSIGN_OR_RETURN(const ByteSet* loop, automaton.string_loop(state));
-  if (loop == nullptr) return walk(automaton, trie, state, mask);
-  std::bitset<128> stays;
-  for (size_t b = 0; b < 128; ++b) stays[b] = loop->test(b);
-  const TokenTrie::Inside& inside = trie.inside(stays);
-  mask = inside.mask;
-  return walk(automaton, *inside.others, state, mask);
+  // the subtrees holding others (a quote, an escape, a control byte, a character refused or
+  // broken) are walked.
+  OG_ASSIGN_OR_RETURN(const Automaton::StringRun* run, automaton.string_run(state, static_cast<int32_t>(trie.max_depth())));
+  const TokenTrie::InsideView inside = run == nullptr ? TokenTrie::InsideView{} : trie.inside(ascii(run->stays), run->unicode, run->chars);
+  if (inside.mask != nullptr) mask = *inside.mask;
+  return walk(automaton, trie, state, inside.whole, mask);
 }
 
 }  // namespace constraints
@@ -86,7 +96,7 @@ Result<std::shared_ptr<const ConstraintVocabulary>> ConstraintVocabulary::create
   OG_ASSIGN_OR_RETURN(TokenTrie trie, TokenTrie::build(tokenizer, vocab_size, std::move(stop_ids)));
   std::shared_ptr<ConstraintVocabulary> vocabulary(new ConstraintVocabulary());
   vocabulary->trie_ = std::make_unique<TokenTrie>(std::move(trie));
-  (void)vocabulary->trie_->inside(json_string_bytes());
+  (void)vocabulary->trie_->inside(json_string_bytes(), true, -1);
   return std::shared_ptr<const ConstraintVocabulary>(std::move(vocabulary));
 }
 

@@ -66,31 +66,65 @@ void TokenTrie::link(const std::vector<int32_t>& order, const std::vector<std::s
   }
 }
 
-const TokenTrie::Inside& TokenTrie::inside(const std::bitset<128>& stays) const {
-  const auto key = std::make_pair((stays >> 64).to_ullong(), (stays & std::bitset<128>(~0ull)).to_ullong());
-  std::lock_guard lock(inside_->mutex);
-  std::unique_ptr<Inside>& found = inside_->by_stays[key];
-  if (found) return *found;
-  found = std::make_unique<Inside>();
-  found->mask.assign((static_cast<size_t>(vocab_size_) + 63) / 64, 0);
-  found->others = std::make_unique<TokenTrie>();
-  found->others->vocab_size_ = vocab_size_;
-  std::vector<int32_t> others;
-  for (const int32_t id : tokens_) {  // in byte order already
-    int8_t at = utf8::kBoundary;
-    for (const char c : bytes_[static_cast<size_t>(id)]) {
-      const auto b = static_cast<uint8_t>(c);
-      at = b < 0x80 && !stays.test(b) ? int8_t{utf8::kInvalid} : utf8::step(at, b);
-      if (at == utf8::kInvalid) break;
+TokenTrie::Inside TokenTrie::build_inside(const std::bitset<128>& stays, bool unicode) const {
+  // Forward (preorder): whether each node's path is spelled with the run's bytes, and in how
+  // many characters; its tokens go to the table by that count.
+  const size_t n = nodes_.size();
+  std::vector<bool> spelled(n);
+  std::vector<int8_t> at_depth(max_depth_ + 1, utf8::kBoundary);
+  std::vector<int32_t> chars_at(max_depth_ + 1, 0);
+  std::vector<std::vector<int32_t>> by_chars;
+  for (size_t i = 0; i < n; ++i) {
+    const Node& node = nodes_[i];
+    const bool refused = node.byte < 0x80 ? !stays.test(node.byte) : !unicode;
+    const int8_t at = refused ? int8_t{utf8::kInvalid} : utf8::step(at_depth[node.depth - 1u], node.byte);
+    at_depth[node.depth] = at;
+    chars_at[node.depth] = chars_at[node.depth - 1u] + (node.byte < 0x80 || node.byte >= 0xC0);
+    spelled[i] = at != utf8::kInvalid;
+    if (!spelled[i] || node.token_count == 0) continue;
+    const auto chars = static_cast<size_t>(chars_at[node.depth]);
+    if (by_chars.size() <= chars) by_chars.resize(chars + 1);
+    by_chars[chars].insert(by_chars[chars].end(), tokens_.begin() + node.first_token,
+                           tokens_.begin() + node.first_token + node.token_count);
+  }
+  Inside in;
+  for (const std::vector<int32_t>& ids : by_chars) {
+    in.tokens.insert(in.tokens.end(), ids.begin(), ids.end());
+    in.up_to.push_back(in.tokens.size());
+  }
+  // Backward (children before parents): a subtree is the table's when its root's path and all
+  // its children's subtrees are.
+  in.whole.assign((n + 63) / 64, 0);
+  for (size_t i = n; i-- > 0;) {
+    bool whole = spelled[i];
+    for (auto c = i + 1; whole && c < static_cast<size_t>(nodes_[i].subtree_end); c = static_cast<size_t>(nodes_[c].subtree_end)) {
+      whole = (in.whole[c >> 6] >> (c & 63)) & 1;
     }
-    if (at == utf8::kInvalid) {
-      others.push_back(id);
-    } else {
-      found->mask[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
+    if (whole) in.whole[i >> 6] |= uint64_t{1} << (i & 63);
+  }
+  return in;
+}
+
+TokenTrie::InsideView TokenTrie::inside(const std::bitset<128>& stays, bool unicode, int32_t chars) const {
+  const auto key = std::make_tuple((stays >> 64).to_ullong(), (stays & std::bitset<128>(~0ull)).to_ullong(), unicode);
+  std::lock_guard lock(inside_->mutex);
+  auto it = inside_->by_stays.find(key);
+  if (it == inside_->by_stays.end()) {
+    if (inside_->by_stays.size() >= kMaxInsideTables) return {};
+    it = inside_->by_stays.emplace(key, std::make_unique<Inside>(build_inside(stays, unicode))).first;
+  }
+  Inside& in = *it->second;
+  if (chars < 0 || static_cast<size_t>(chars) >= in.up_to.size()) chars = -1;  // every token fits
+  std::vector<uint64_t>& mask = in.masks[chars];
+  if (mask.empty()) {
+    mask.assign((static_cast<size_t>(vocab_size_) + 63) / 64, 0);
+    const size_t count = chars < 0 ? in.tokens.size() : in.up_to[static_cast<size_t>(chars)];
+    for (size_t k = 0; k < count; ++k) {
+      const auto id = static_cast<uint32_t>(in.tokens[k]);
+      mask[id >> 6] |= uint64_t{1} << (id & 63);
     }
   }
-  found->others->link(others, bytes_);
-  return *found;
+  return {&mask, &in.whole};
 }
 
 const std::string& TokenTrie::bytes(int32_t id) const {
