@@ -80,12 +80,16 @@ Status walk_token_trie(Automaton& automaton, const TokenTrie& trie, int32_t stat
 
 namespace {
 
-// The ASCII a JSON string holds raw (not '"', '\\' or a control character): the string inside
-// met most often, its table prepared with the vocabulary so that no request waits for it.
-std::bitset<128> json_string_bytes() {
-  std::bitset<128> raw;
-  for (size_t b = 0x20; b < 0x80; ++b) raw[b] = b != '"' && b != '\\';
-  return raw;
+// The string insides met most often, their tables built with the vocabulary so that no request
+// waits for them: a JSON string's raw ASCII (not '"', '\\' or a control character), and every
+// character but a newline (a regex's '.', a line of text).
+std::vector<std::bitset<128>> common_string_bytes() {
+  std::bitset<128> json, line;
+  for (size_t b = 0; b < 128; ++b) {
+    json[b] = b >= 0x20 && b != '"' && b != '\\';
+    line[b] = b != '\n';
+  }
+  return {json, line};
 }
 
 }  // namespace
@@ -96,7 +100,7 @@ Result<std::shared_ptr<const ConstraintVocabulary>> ConstraintVocabulary::create
   OG_ASSIGN_OR_RETURN(TokenTrie trie, TokenTrie::build(tokenizer, vocab_size, std::move(stop_ids)));
   std::shared_ptr<ConstraintVocabulary> vocabulary(new ConstraintVocabulary());
   vocabulary->trie_ = std::make_unique<TokenTrie>(std::move(trie));
-  (void)vocabulary->trie_->inside(json_string_bytes(), true, -1);
+  for (const std::bitset<128>& bytes : common_string_bytes()) (void)vocabulary->trie_->inside(bytes, true, -1);
   return std::shared_ptr<const ConstraintVocabulary>(std::move(vocabulary));
 }
 
