@@ -70,7 +70,7 @@ TokenTrie::Inside TokenTrie::build_inside(const std::bitset<128>& stays, bool un
   // Forward (preorder): whether each node's path is spelled with the run's bytes, and in how
   // many characters; its tokens go to the table by that count.
   const size_t n = nodes_.size();
-  std::vector<bool> spelled(n);
+  std::vector<uint8_t> spelled(n);
   std::vector<int8_t> at_depth(max_depth_ + 1, utf8::kBoundary);
   std::vector<int32_t> chars_at(max_depth_ + 1, 0);
   std::vector<std::vector<int32_t>> by_chars;
@@ -78,10 +78,14 @@ TokenTrie::Inside TokenTrie::build_inside(const std::bitset<128>& stays, bool un
     const Node& node = nodes_[i];
     const bool refused = node.byte < 0x80 ? !stays.test(node.byte) : !unicode;
     const int8_t at = refused ? int8_t{utf8::kInvalid} : utf8::step(at_depth[node.depth - 1u], node.byte);
+    if (at == utf8::kInvalid) {  // nor is anything below it spelled so
+      i = static_cast<size_t>(node.subtree_end) - 1;
+      continue;
+    }
     at_depth[node.depth] = at;
     chars_at[node.depth] = chars_at[node.depth - 1u] + (node.byte < 0x80 || node.byte >= 0xC0);
-    spelled[i] = at != utf8::kInvalid;
-    if (!spelled[i] || node.token_count == 0) continue;
+    spelled[i] = 1;
+    if (node.token_count == 0) continue;
     const auto chars = static_cast<size_t>(chars_at[node.depth]);
     if (by_chars.size() <= chars) by_chars.resize(chars + 1);
     by_chars[chars].insert(by_chars[chars].end(), tokens_.begin() + node.first_token,
@@ -92,15 +96,13 @@ TokenTrie::Inside TokenTrie::build_inside(const std::bitset<128>& stays, bool un
     in.tokens.insert(in.tokens.end(), ids.begin(), ids.end());
     in.up_to.push_back(in.tokens.size());
   }
-  // Backward (children before parents): a subtree is the table's when its root's path and all
-  // its children's subtrees are.
+  // A subtree is the table's when no node in it is unspelled: the first unspelled node at or
+  // after each node lies past its subtree (one backward pass).
   in.whole.assign((n + 63) / 64, 0);
+  size_t unspelled = n;
   for (size_t i = n; i-- > 0;) {
-    bool whole = spelled[i];
-    for (auto c = i + 1; whole && c < static_cast<size_t>(nodes_[i].subtree_end); c = static_cast<size_t>(nodes_[c].subtree_end)) {
-      whole = (in.whole[c >> 6] >> (c & 63)) & 1;
-    }
-    if (whole) in.whole[i >> 6] |= uint64_t{1} << (i & 63);
+    if (!spelled[i]) unspelled = i;
+    if (unspelled >= static_cast<size_t>(nodes_[i].subtree_end)) in.whole[i >> 6] |= uint64_t{1} << (i & 63);
   }
   return in;
 }
