@@ -29,9 +29,9 @@ Result<int32_t> Automaton::node(int32_t position, int32_t below) {
   return it->second;
 }
 
-Result<Automaton*> Automaton::lexer() {
+Automaton& Automaton::lexer() {
   if (!lexer_) lexer_ = std::make_unique<Automaton>(grammar_);
-  return lexer_.get();
+  return *lexer_;
 }
 
 Status Automaton::close(int32_t position, int32_t below, int32_t guard, std::vector<uint64_t>& out, bool& accepting) {
@@ -55,8 +55,7 @@ Status Automaton::close(int32_t position, int32_t below, int32_t guard, std::vec
         work.emplace_back(nodes_[static_cast<size_t>(stack)].position, nodes_[static_cast<size_t>(stack)].below);
       }
     } else if (Grammar::is_lexeme(c)) {
-      OG_ASSIGN_OR_RETURN(Automaton* const lex, lexer());
-      OG_ASSIGN_OR_RETURN(const int32_t first, lex->start_at(grammar_->lexeme_starts[static_cast<size_t>(c - Grammar::kLexemeBase)]));
+      OG_ASSIGN_OR_RETURN(const int32_t first, lexer().start_at(grammar_->lexeme_starts[static_cast<size_t>(c - Grammar::kLexemeBase)]));
       OG_ASSIGN_OR_RETURN(const int32_t id, node(pos, stack));
       if (first != kDead) out.push_back(pack(id, first, guard));
     } else if (c >= 0) {

@@ -4,7 +4,8 @@
 // each frame below is where to continue when the rule above it ends. Stacks are hash-consed
 // (a node is a position plus the id of the node below), so equal stacks have equal ids and a
 // set of stacks, the nondeterministic parser's state, is a sorted vector of ids. Each distinct
-// set gets a state number; its 256 successors are computed on first use and kept, so text the
+// set gets a state number; its 256 successors are computed on first use (once per byte kind,
+// Grammar::byte_kind) and kept, so text the
 // parser has seen before (the inside of a string, a repeated array item) costs one table
 // lookup per byte. A reference in tail position returns straight to its caller's caller, so
 // repetition by right recursion keeps stacks, and therefore states, from growing.
@@ -59,7 +60,7 @@ class Automaton {
   // UTF-8 character beyond ASCII lead one way, to a state that is again such a step (other
   // characters beyond ASCII are refused), for `chars` characters (then none may come: a
   // maxLength) or without end (-1). A mask there takes the tokens spelled with those from a
-  // table (TokenTrie::inside_mask). nullptr when `state` is no such run. Runs longer than
+  // table (TokenTrie::inside). nullptr when `state` is no such run. Runs longer than
   // `enough` characters count as endless. Computed once per state.
   struct StringRun {
     ByteSet stays;
@@ -122,7 +123,7 @@ class Automaton {
   Result<int32_t> intern_guard(std::vector<int32_t> lexer_states);
   Result<bool> characters_lead(int32_t to, int32_t state, int8_t utf8);
   Result<int32_t> run_step(int32_t state, bool first, StringRun& run);
-  Result<Automaton*> lexer();
+  Automaton& lexer();
 
   std::shared_ptr<const Grammar> grammar_;
   std::vector<Node> nodes_;
