@@ -2,15 +2,19 @@
 
 #include <algorithm>
 
+#include "constraints/utf8.h"
+
 namespace onnx_genai::constraints {
 
-size_t Automaton::VectorHash::operator()(const std::vector<int32_t>& v) const {
+template <typename T>
+size_t Automaton::VectorHash::operator()(const std::vector<T>& v) const {
   uint64_t h = 0x9E3779B97F4A7C15ull ^ v.size();
-  for (const int32_t x : v) h = (h ^ static_cast<uint32_t>(x)) * 0x100000001B3ull;
+  for (const T x : v) h = (h ^ static_cast<uint64_t>(x)) * 0x100000001B3ull;
   return static_cast<size_t>(h ^ (h >> 29));
 }
 
 Automaton::Automaton(std::shared_ptr<const Grammar> grammar) : grammar_(std::move(grammar)) {}
+Automaton::~Automaton() = default;
 
 Result<int32_t> Automaton::node(int32_t position, int32_t below) {
   const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(position)) << 32) | static_cast<uint32_t>(below);
@@ -25,9 +29,18 @@ Result<int32_t> Automaton::node(int32_t position, int32_t below) {
   return it->second;
 }
 
-Status Automaton::close(int32_t position, int32_t below, std::vector<int32_t>& out, bool& accepting) {
+Automaton& Automaton::lexer() {
+  if (!lexer_) lexer_ = std::make_unique<Automaton>(grammar_);
+  return *lexer_;
+}
+
+Status Automaton::close(int32_t position, int32_t below, int32_t guard, std::vector<uint64_t>& out, bool& accepting) {
   const std::vector<int32_t>& code = grammar_->code;
   std::vector<std::pair<int32_t, int32_t>>& work = work_;
+  if (guard != seen_guard_) {  // what was expanded under another guard gave other configurations
+    seen_.clear();
+    seen_guard_ = guard;
+  }
   work.assign(1, {position, below});
   while (!work.empty()) {
     auto [pos, stack] = work.back();
@@ -41,9 +54,13 @@ Status Automaton::close(int32_t position, int32_t below, std::vector<int32_t>& o
       } else {
         work.emplace_back(nodes_[static_cast<size_t>(stack)].position, nodes_[static_cast<size_t>(stack)].below);
       }
+    } else if (Grammar::is_lexeme(c)) {
+      OG_ASSIGN_OR_RETURN(const int32_t first, lexer().start_at(grammar_->lexeme_starts[static_cast<size_t>(c - Grammar::kLexemeBase)]));
+      OG_ASSIGN_OR_RETURN(const int32_t id, node(pos, stack));
+      if (first != kDead) out.push_back(pack(id, first, guard));
     } else if (c >= 0) {
       OG_ASSIGN_OR_RETURN(const int32_t id, node(pos, stack));
-      out.push_back(id);
+      out.push_back(pack(id, -1, guard));
     } else {
       // A reference in tail position returns to this frame's caller directly (no frame for
       // "the end of this alternative"), which keeps repetition from growing the stack.
@@ -62,48 +79,219 @@ Status Automaton::close(int32_t position, int32_t below, std::vector<int32_t>& o
   return Status::ok();
 }
 
-Result<int32_t> Automaton::intern(std::vector<int32_t> stacks, bool accepting) {
-  std::sort(stacks.begin(), stacks.end());
-  stacks.erase(std::unique(stacks.begin(), stacks.end()), stacks.end());
-  if (stacks.empty() && !accepting) return kDead;
+Result<int32_t> Automaton::intern(std::vector<uint64_t> configs, bool accepting) {
+  std::sort(configs.begin(), configs.end());
+  configs.erase(std::unique(configs.begin(), configs.end()), configs.end());
+  if (configs.empty() && !accepting) return kDead;
   auto& ids = state_ids_[accepting ? 1 : 0];
-  auto it = ids.find(stacks);
+  auto it = ids.find(configs);
   if (it != ids.end()) return it->second;
   if (states_.size() >= kMaxStates) {
     return OG_ERROR("grammar: the parser reached more than ", kMaxStates, " distinct states");
   }
   const auto id = static_cast<int32_t>(states_.size());
-  ids.emplace(stacks, id);
-  states_.push_back(State{std::move(stacks), accepting});
+  ids.emplace(configs, id);
+  states_.push_back(State{std::move(configs), accepting});
   transitions_.push_back(std::make_unique<std::array<int32_t, 256>>());
   transitions_.back()->fill(kUnknown);
   return id;
 }
 
-Result<int32_t> Automaton::start() {
-  if (start_ != kUnknown) return start_;
-  std::vector<int32_t> stacks;
+Result<int32_t> Automaton::intern_guard(std::vector<int32_t> lexer_states) {
+  std::sort(lexer_states.begin(), lexer_states.end());
+  lexer_states.erase(std::unique(lexer_states.begin(), lexer_states.end()), lexer_states.end());
+  auto it = guard_ids_.find(lexer_states);
+  if (it != guard_ids_.end()) return it->second;
+  if (guards_.size() >= (size_t{1} << kGuardBits)) {
+    return OG_ERROR("grammar: more than ", size_t{1} << kGuardBits, " sets of lexemes awaiting their longest match");
+  }
+  const auto id = static_cast<int32_t>(guards_.size());
+  guard_ids_.emplace(lexer_states, id);
+  guards_.push_back(std::move(lexer_states));
+  guard_rows_.resize(guards_.size());
+  guard_rows_.back().fill(kUnknown);
+  return id;
+}
+
+Result<int32_t> Automaton::advance_guard(int32_t guard, uint8_t byte) {
+  if (guard == 0) return 0;
+  const int32_t cached = guard_rows_[static_cast<size_t>(guard)][byte];
+  if (cached != kUnknown) return cached;
+  std::vector<int32_t> next;
+  bool violated = false;
+  for (const int32_t s : guards_[static_cast<size_t>(guard)]) {
+    OG_ASSIGN_OR_RETURN(const int32_t t, lexer_->next(s, byte));
+    violated = lexer_->accepting(t);  // the lexeme would match longer: that split was wrong
+    if (violated) break;
+    if (lexer_->extensible(t)) next.push_back(t);
+  }
+  int32_t result = kViolated;
+  if (!violated) {
+    OG_ASSIGN_OR_RETURN(result, intern_guard(std::move(next)));
+  }
+  for (const uint8_t same : grammar_->kind_bytes[grammar_->byte_kind[byte]]) guard_rows_[static_cast<size_t>(guard)][same] = result;
+  return result;
+}
+
+Status Automaton::step_lexeme(const Config& c, int32_t guard, uint8_t byte, std::vector<uint64_t>& out, bool& accepting) {
+  OG_ASSIGN_OR_RETURN(const int32_t lex, lexer_->next(c.lex, byte));
+  if (lex == kDead) return Status::ok();
+  const bool longer = lexer_->extensible(lex);
+  if (longer) out.push_back(pack(c.node, lex, guard));
+  if (!lexer_->accepting(lex)) return Status::ok();
+  // The lexeme may end here if what follows never extends it: guarded by its state.
+  int32_t after = guard;
+  if (longer) {
+    std::vector<int32_t> states = guards_[static_cast<size_t>(guard)];
+    states.push_back(lex);
+    OG_ASSIGN_OR_RETURN(after, intern_guard(std::move(states)));
+  }
+  const Node n = nodes_[static_cast<size_t>(c.node)];
+  return close(n.position + 1, n.below, after, out, accepting);
+}
+
+// Whether every way of finishing the character begun (`utf8`, at `state`) leads to `to` through
+// live states. Bytes the grammar does not tell apart go alike, so one byte per kind is tried.
+Result<bool> Automaton::characters_lead(int32_t to, int32_t state, int8_t utf8) {
+  std::vector<bool> tried(grammar_->kind_bytes.size());
+  for (int b = 0x80; b <= 0xFF; ++b) {
+    const int8_t after = utf8::step(utf8, static_cast<uint8_t>(b));
+    const uint8_t kind = grammar_->byte_kind[static_cast<size_t>(b)];
+    if (after == utf8::kInvalid || (utf8 != utf8::kBoundary && tried[kind])) continue;
+    tried[kind] = true;  // at a boundary each lead byte is tried: its own table row follows
+    OG_ASSIGN_OR_RETURN(const int32_t next, this->next(state, static_cast<uint8_t>(b)));
+    if (next == kDead || (after == utf8::kBoundary && next != to)) return false;
+    if (after == utf8::kBoundary) continue;
+    OG_ASSIGN_OR_RETURN(const bool kept, characters_lead(to, next, after));
+    if (!kept) return false;
+  }
+  return true;
+}
+
+// One step of a string's inside: the state every character allowed leads to from `state`, and
+// `run` filled with the ASCII bytes that lead there and whether every UTF-8 character beyond
+// ASCII does too (else none may come). kDead when nothing of `run` may come any more (the end
+// of a maxLength); kUnknown when characters go different ways. At the first step (`first`) the
+// ASCII bytes are those of the commonest successor; later ones must keep `run` as it was.
+Result<int32_t> Automaton::run_step(int32_t state, bool first, StringRun& run) {
+  // A lead byte that may come makes every character a must; one that may not, none.
+  int32_t to = kDead;
+  bool unicode = false, refused = false;
+  for (int b = 0xC2; b <= 0xF4; ++b) {
+    OG_ASSIGN_OR_RETURN(const int32_t half, next(state, static_cast<uint8_t>(b)));
+    (half == kDead ? refused : unicode) = true;
+  }
+  if (unicode && refused) return kUnknown;
+  if (unicode) {
+    constexpr uint8_t kE9[] = {0xC3, 0xA9};  // any character would do: é
+    OG_ASSIGN_OR_RETURN(const int32_t half, next(state, kE9[0]));
+    OG_ASSIGN_OR_RETURN(to, next(half, kE9[1]));
+    if (to == kDead) return kUnknown;
+    OG_ASSIGN_OR_RETURN(const bool all, characters_lead(to, state, utf8::kBoundary));
+    if (!all) return kUnknown;
+  }
+  // Successors of the ASCII kinds, and how many bytes go to each.
+  std::vector<std::pair<int32_t, int32_t>> ascii;  // (successor, kind)
+  std::unordered_map<int32_t, int32_t> bytes_to;
+  for (size_t k = 0; k < grammar_->kind_bytes.size(); ++k) {
+    const std::vector<uint8_t>& kind = grammar_->kind_bytes[k];
+    if (kind[0] >= 0x80) continue;
+    OG_ASSIGN_OR_RETURN(const int32_t next, this->next(state, kind[0]));
+    ascii.emplace_back(next, static_cast<int32_t>(k));
+    if (next != kDead) bytes_to[next] += static_cast<int32_t>(std::count_if(kind.begin(), kind.end(), [](uint8_t b) { return b < 0x80; }));
+  }
+  if (!unicode && !first) {  // the way the run's bytes went so far
+    for (const auto& [next, k] : ascii) {
+      const std::vector<uint8_t>& kind = grammar_->kind_bytes[static_cast<size_t>(k)];
+      if (std::none_of(kind.begin(), kind.end(), [&](uint8_t b) { return b < 0x80 && run.stays.test(b); })) continue;
+      to = next;
+      break;
+    }
+  } else if (!unicode) {  // the way most ASCII bytes go
+    for (const auto& [next, count] : bytes_to) {
+      if (to == kDead || count > bytes_to[to] || (count == bytes_to[to] && next < to)) to = next;
+    }
+  }
+  ByteSet stays;
+  bool live = false;  // a byte of the run's may still come
+  for (const auto& [next, k] : ascii) {
+    for (const uint8_t b : grammar_->kind_bytes[static_cast<size_t>(k)]) {
+      if (b >= 0x80) continue;
+      if (next == to && to != kDead) stays.set(b);
+      live = live || (next != kDead && run.stays.test(b));
+    }
+  }
+  if (!first && to == kDead && !unicode) return live ? kUnknown : kDead;
+  if (to == kDead || (!first && (stays != run.stays || unicode != run.unicode))) return kUnknown;
+  if (!unicode && stays.count() < kMinRunBytes) return kUnknown;
+  run.stays = stays;
+  run.unicode = unicode;
+  return to;
+}
+
+Result<const Automaton::StringRun*> Automaton::string_run(int32_t state, int32_t enough) {
+  if (auto it = string_runs_.find(state); it != string_runs_.end()) return it->second.get();
+  // Follow the run: every step must send all characters and the same ASCII bytes one way. It
+  // ends where nothing more may come (a maxLength), or returns to a state seen (unbounded).
+  std::vector<int32_t> chain{state};
+  StringRun found{ByteSet(), false, -1};
+  bool run = true;
+  while (run && static_cast<int32_t>(chain.size()) <= enough) {
+    OG_ASSIGN_OR_RETURN(const int32_t to, run_step(chain.back(), chain.size() == 1, found));
+    if (to == kDead && chain.size() > 1) {
+      found.chars = static_cast<int32_t>(chain.size()) - 1;
+      break;
+    }
+    run = to != kUnknown && to != kDead;
+    if (run && std::find(chain.begin(), chain.end(), to) != chain.end()) break;
+    if (run) chain.push_back(to);
+  }
+  if (!run) return string_runs_.emplace(state, nullptr).first->second.get();
+  // The run's later states are runs too, unless it was cut at `enough` (their end is unknown).
+  const bool cut = static_cast<int32_t>(chain.size()) > enough;
+  for (size_t j = 0; j < (cut ? 1 : chain.size()); ++j) {
+    StringRun later = found;
+    if (found.chars >= 0) later.chars -= static_cast<int32_t>(j);
+    string_runs_.try_emplace(chain[j], std::make_unique<StringRun>(later));
+  }
+  return string_runs_.at(state).get();
+}
+
+Result<int32_t> Automaton::start_at(int32_t position) {
+  if (auto it = starts_.find(position); it != starts_.end()) return it->second;
+  std::vector<uint64_t> configs;
   bool accepting = false;
   seen_.clear();
-  OG_RETURN_IF_ERROR(close(0, -1, stacks, accepting));
-  OG_ASSIGN_OR_RETURN(start_, intern(std::move(stacks), accepting));
-  return start_;
+  seen_guard_ = 0;
+  OG_RETURN_IF_ERROR(close(position, -1, 0, configs, accepting));
+  OG_ASSIGN_OR_RETURN(const int32_t start, intern(std::move(configs), accepting));
+  starts_.emplace(position, start);
+  return start;
 }
 
 Result<int32_t> Automaton::compute_next(int32_t state, uint8_t byte) {
-  std::vector<int32_t> stacks;
+  std::vector<uint64_t> configs;
   bool accepting = false;
   // Copied: close() may add states' nodes, and intern() grows states_.
-  const std::vector<int32_t> from = states_[static_cast<size_t>(state)].stacks;
+  const std::vector<uint64_t> from = states_[static_cast<size_t>(state)].configs;
   seen_.clear();  // shared by the closures of all stacks: each (position, below) expands once
-  for (const int32_t id : from) {
-    const Node n = nodes_[static_cast<size_t>(id)];
+  seen_guard_ = 0;
+  for (const uint64_t packed : from) {
+    const Config c = unpack(packed);
+    OG_ASSIGN_OR_RETURN(const int32_t guard, advance_guard(c.guard, byte));
+    if (guard == kViolated) continue;
+    if (c.lex >= 0) {
+      OG_RETURN_IF_ERROR(step_lexeme(c, guard, byte, configs, accepting));
+      continue;
+    }
+    const Node n = nodes_[static_cast<size_t>(c.node)];
     const int32_t cls = grammar_->code[static_cast<size_t>(n.position)];
     if (!grammar_->classes[static_cast<size_t>(cls)].test(byte)) continue;
-    OG_RETURN_IF_ERROR(close(n.position + 1, n.below, stacks, accepting));
+    OG_RETURN_IF_ERROR(close(n.position + 1, n.below, guard, configs, accepting));
   }
-  OG_ASSIGN_OR_RETURN(const int32_t next, intern(std::move(stacks), accepting));
-  (*transitions_[static_cast<size_t>(state)])[byte] = next;
+  OG_ASSIGN_OR_RETURN(const int32_t next, intern(std::move(configs), accepting));
+  Row& row = *transitions_[static_cast<size_t>(state)];
+  for (const uint8_t same : grammar_->kind_bytes[grammar_->byte_kind[byte]]) row[same] = next;
   return next;
 }
 

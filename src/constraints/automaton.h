@@ -4,10 +4,17 @@
 // each frame below is where to continue when the rule above it ends. Stacks are hash-consed
 // (a node is a position plus the id of the node below), so equal stacks have equal ids and a
 // set of stacks, the nondeterministic parser's state, is a sorted vector of ids. Each distinct
-// set gets a state number; its 256 successors are computed on first use and kept, so text the
+// set gets a state number; its 256 successors are computed on first use (once per byte kind,
+// Grammar::byte_kind) and kept, so text the
 // parser has seen before (the inside of a string, a repeated array item) costs one table
 // lookup per byte. A reference in tail position returns straight to its caller's caller, so
 // repetition by right recursion keeps stacks, and therefore states, from growing.
+//
+// Lexemes (grammar.h) are read by a second automaton over the same grammar, one started per
+// lexeme: a configuration with a lexeme on top holds that automaton's state. Where the lexeme
+// may end, the parse goes on with a guard: the lexeme's state, which must never accept again
+// (the text that follows must not extend the match, so the split is the longest match). A
+// configuration is thus (stack, lexeme state, guard), packed into 64 bits.
 //
 // Not thread-safe: the owner (CompiledConstraint, include/onnx_genai/constraints.h) serializes access.
 #pragma once
@@ -33,9 +40,10 @@ class Automaton {
   static constexpr size_t kMaxStates = size_t{1} << 18;
 
   explicit Automaton(std::shared_ptr<const Grammar> grammar);
+  ~Automaton();
 
   // The state before any byte.
-  Result<int32_t> start();
+  Result<int32_t> start() { return start_at(0); }
   // The state after `byte`, or kDead when no sentence continues that way.
   Result<int32_t> next(int32_t state, uint8_t byte) {
     if (state == kDead) return kDead;  // the empty language starts dead
@@ -48,8 +56,25 @@ class Automaton {
   // directly). Rows stay where they are while states are added.
   const Row& row(int32_t state) const { return *transitions_[static_cast<size_t>(state)]; }
   static constexpr int32_t kUnknown = -2;
+  // The inside of a string: from `state`, the ASCII bytes `stays` and (when `unicode`) every
+  // UTF-8 character beyond ASCII lead one way, to a state that is again such a step (other
+  // characters beyond ASCII are refused), for `chars` characters (then none may come: a
+  // maxLength) or without end (-1). A mask there takes the tokens spelled with those from a
+  // table (TokenTrie::inside). nullptr when `state` is no such run. Runs longer than
+  // `enough` characters count as endless. Computed once per state.
+  struct StringRun {
+    ByteSet stays;
+    bool unicode;
+    int32_t chars;
+  };
+  Result<const StringRun*> string_run(int32_t state, int32_t enough);
+  // An ASCII-only run of fewer bytes is left to the mask's walk: the trie prunes it early, and
+  // each table costs a pass over the vocabulary.
+  static constexpr size_t kMinRunBytes = 32;
   // Whether the text so far is a whole sentence.
   bool accepting(int32_t state) const { return state != kDead && states_[static_cast<size_t>(state)].accepting; }
+  // Whether some byte continues the text (a state may accept and still be extensible).
+  bool extensible(int32_t state) const { return state != kDead && !states_[static_cast<size_t>(state)].configs.empty(); }
   size_t state_count() const { return states_.size(); }
 
  private:
@@ -57,32 +82,70 @@ class Automaton {
     int32_t position;
     int32_t below;  // node id, or -1 at the bottom
   };
+  // One parse alive: a stack with a byte class or lexeme on top; `lex` the lexer's state when a
+  // lexeme is on top (else -1); `guard` the set (guards_) of lexer states that must not accept.
+  struct Config {
+    int32_t node;
+    int32_t lex;
+    int32_t guard;
+  };
   struct State {
-    std::vector<int32_t> stacks;  // sorted node ids, each with a byte class on top
+    std::vector<uint64_t> configs;  // sorted packed configurations
     bool accepting = false;
   };
   struct VectorHash {
-    size_t operator()(const std::vector<int32_t>& v) const;
+    template <typename T>
+    size_t operator()(const std::vector<T>& v) const;
   };
+  static constexpr int kLexBits = 19;    // lex + 1 <= kMaxStates
+  static constexpr int kGuardBits = 23;  // beside 22 bits of node id
+  static constexpr int32_t kViolated = -1;
+  static uint64_t pack(int32_t node, int32_t lex, int32_t guard) {
+    return static_cast<uint64_t>(node) | static_cast<uint64_t>(lex + 1) << 22 | static_cast<uint64_t>(guard) << (22 + kLexBits);
+  }
+  static Config unpack(uint64_t c) {
+    return {static_cast<int32_t>(c & ((1u << 22) - 1)), static_cast<int32_t>((c >> 22) & ((1u << kLexBits) - 1)) - 1,
+            static_cast<int32_t>(c >> (22 + kLexBits))};
+  }
 
+  Result<int32_t> start_at(int32_t position);
   Result<int32_t> compute_next(int32_t state, uint8_t byte);
+  // A configuration with a lexeme on top, after `byte`: inside the lexeme still, and where the
+  // lexeme may end, the parse after it.
+  Status step_lexeme(const Config& c, int32_t guard, uint8_t byte, std::vector<uint64_t>& out, bool& accepting);
   Result<int32_t> node(int32_t position, int32_t below);
-  // Expands (position, below) until byte classes are on top, adding those stacks to `out`.
-  Status close(int32_t position, int32_t below, std::vector<int32_t>& out, bool& accepting);
-  Result<int32_t> intern(std::vector<int32_t> stacks, bool accepting);
+  // Expands (position, below) until byte classes or lexemes are on top, adding those
+  // configurations (under `guard`) to `out`.
+  Status close(int32_t position, int32_t below, int32_t guard, std::vector<uint64_t>& out, bool& accepting);
+  Result<int32_t> intern(std::vector<uint64_t> configs, bool accepting);
+  // The guard after `byte`: kViolated when a guarded lexeme would match longer.
+  Result<int32_t> advance_guard(int32_t guard, uint8_t byte);
+  Result<int32_t> intern_guard(std::vector<int32_t> lexer_states);
+  Result<bool> characters_lead(int32_t to, int32_t state, int8_t utf8);
+  Result<int32_t> run_step(int32_t state, bool first, StringRun& run);
+  Automaton& lexer();
 
   std::shared_ptr<const Grammar> grammar_;
   std::vector<Node> nodes_;
   std::unordered_map<uint64_t, int32_t> node_ids_;
   std::vector<State> states_;
-  std::unordered_map<std::vector<int32_t>, int32_t, VectorHash> state_ids_[2];  // by accepting
+  std::unordered_map<std::vector<uint64_t>, int32_t, VectorHash> state_ids_[2];  // by accepting
   // state -> byte -> state, kDead or kUnknown; a row per state, so that adding a state never
   // copies the others (a mask computed while the table grows would stall on the copy).
   std::vector<std::unique_ptr<std::array<int32_t, 256>>> transitions_;
-  // Scratch of close(), kept to save allocations: frames to expand, and those expanded.
+  // Scratch of close(), kept to save allocations: frames to expand, and those expanded (under
+  // seen_guard_).
   std::vector<std::pair<int32_t, int32_t>> work_;
   std::unordered_set<uint64_t> seen_;
-  int32_t start_ = kUnknown;
+  int32_t seen_guard_ = 0;
+  std::unordered_map<int32_t, int32_t> starts_;  // start position -> state
+  // The lexemes' automaton (created on first use), and the guards: sorted sets of its states,
+  // guard 0 the empty set, each with its successors by byte (kUnknown until computed).
+  std::unique_ptr<Automaton> lexer_;
+  std::vector<std::vector<int32_t>> guards_{{}};
+  std::unordered_map<std::vector<int32_t>, int32_t, VectorHash> guard_ids_{{{}, 0}};
+  std::vector<std::array<int32_t, 256>> guard_rows_;
+  std::unordered_map<int32_t, std::unique_ptr<StringRun>> string_runs_;  // null: not a string's inside
 };
 
 }  // namespace onnx_genai::constraints

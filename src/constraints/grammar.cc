@@ -5,9 +5,9 @@
 namespace onnx_genai::constraints {
 namespace {
 
-// Rules with an alternative whose every symbol is a byte class (when `bytes_count`) or such a
-// rule, by fixpoint: without bytes, the rules that can match the empty string; with them, the
-// rules that can match anything at all.
+// Rules with an alternative whose every symbol is a byte class or lexeme (when `bytes_count`)
+// or such a rule, by fixpoint: without bytes, the rules that can match the empty string; with
+// them, the rules that can match anything at all. A lexeme never matches the empty string.
 std::vector<bool> rules_deriving(const std::vector<std::vector<std::vector<Symbol>>>& rules, bool bytes_count) {
   std::vector<bool> derives(rules.size(), false);
   for (bool changed = true; changed;) {
@@ -16,7 +16,9 @@ std::vector<bool> rules_deriving(const std::vector<std::vector<std::vector<Symbo
       if (derives[r]) continue;
       for (const auto& alt : rules[r]) {
         const bool all = std::all_of(alt.begin(), alt.end(), [&](const Symbol& s) {
-          return s.terminal ? bytes_count : static_cast<bool>(derives[static_cast<size_t>(s.id)]);
+          if (s.is_bytes()) return bytes_count;
+          if (s.kind == Symbol::Kind::kLexeme && !bytes_count) return false;
+          return static_cast<bool>(derives[static_cast<size_t>(s.id)]);
         });
         if (all) {
           derives[r] = changed = true;
@@ -44,7 +46,7 @@ int32_t left_recursive_rule(const std::vector<std::vector<std::vector<Symbol>>>&
   std::vector<std::vector<Edge>> leads(rules.size());
   for (size_t r = 0; r < rules.size(); ++r) {
     for (const auto& alt : rules[r]) {
-      for (size_t k = 0; k < alt.size() && !alt[k].terminal; ++k) {
+      for (size_t k = 0; k < alt.size() && alt[k].kind == Symbol::Kind::kRule; ++k) {
         leads[r].push_back(Edge{alt[k].id, k + 1 < alt.size()});
         if (!nullable[static_cast<size_t>(alt[k].id)]) break;
       }
@@ -97,6 +99,27 @@ int32_t left_recursive_rule(const std::vector<std::vector<std::vector<Symbol>>>&
   return -1;
 }
 
+// Partitions the bytes by their membership in every class (refining one class at a time).
+void split_bytes_by_class(Grammar& g) {
+  std::array<int32_t, 256> kind{};
+  int32_t kinds = 1;
+  for (const ByteSet& set : g.classes) {
+    std::vector<int32_t> renumber(static_cast<size_t>(kinds) * 2, -1);
+    int32_t next = 0;
+    for (size_t b = 0; b < 256; ++b) {
+      int32_t& id = renumber[static_cast<size_t>(kind[b]) * 2 + (set.test(b) ? 1 : 0)];
+      if (id < 0) id = next++;
+      kind[b] = id;
+    }
+    kinds = next;
+  }
+  g.kind_bytes.assign(static_cast<size_t>(kinds), {});
+  for (size_t b = 0; b < 256; ++b) {
+    g.byte_kind[b] = static_cast<uint8_t>(kind[b]);
+    g.kind_bytes[static_cast<size_t>(kind[b])].push_back(static_cast<uint8_t>(b));
+  }
+}
+
 }  // namespace
 
 int32_t GrammarBuilder::new_rule(std::string name) {
@@ -114,10 +137,10 @@ Symbol GrammarBuilder::bytes(const ByteSet& set) {
   // Few distinct classes exist (digits, string bytes, UTF-8 continuations): a linear search
   // from the most recent keeps the builder free of a hash of 256-bit sets.
   for (size_t k = classes_.size(); k-- > 0;) {
-    if (classes_[k] == set) return Symbol{true, static_cast<int32_t>(k)};
+    if (classes_[k] == set) return Symbol{Symbol::Kind::kBytes, static_cast<int32_t>(k)};
   }
   classes_.push_back(set);
-  return Symbol{true, static_cast<int32_t>(classes_.size() - 1)};
+  return Symbol{Symbol::Kind::kBytes, static_cast<int32_t>(classes_.size() - 1)};
 }
 
 Symbol GrammarBuilder::bytes(uint8_t lo, uint8_t hi) {
@@ -181,13 +204,21 @@ int32_t GrammarBuilder::embed(const Grammar& other) {
       std::vector<Symbol> sequence;
       for (auto p = static_cast<size_t>(start); other.code[p] != Grammar::kEnd; ++p) {
         const int32_t code = other.code[p];
-        sequence.push_back(Grammar::is_rule(code) ? ref(base + Grammar::rule_of(code)) : classes[static_cast<size_t>(code)]);
+        if (Grammar::is_rule(code)) {
+          sequence.push_back(ref(base + Grammar::rule_of(code)));
+        } else if (Grammar::is_lexeme(code)) {
+          sequence.push_back(lexeme(base + other.lexeme_rules[static_cast<size_t>(code - Grammar::kLexemeBase)]));
+        } else {
+          sequence.push_back(classes[static_cast<size_t>(code)]);
+        }
       }
       add_alt(base + static_cast<int32_t>(r), std::move(sequence));
     }
   }
   return base + Grammar::rule_of(other.code[0]);
 }
+
+std::vector<bool> GrammarBuilder::nullable() const { return nullable_rules(rules_); }
 
 Result<Grammar> GrammarBuilder::build(int32_t start) const {
   if (start < 0 || static_cast<size_t>(start) >= rules_.size()) return OG_ERROR("grammar: no start rule");
@@ -202,21 +233,42 @@ Result<Grammar> GrammarBuilder::build(int32_t start) const {
   // keeps can still complete: a state that is not dead is a prefix of some sentence.
   const std::vector<bool> productive = rules_deriving(rules_, true);
   const auto is_productive = [&](const std::vector<Symbol>& alt) {
-    return std::all_of(alt.begin(), alt.end(), [&](const Symbol& s) { return s.terminal || productive[static_cast<size_t>(s.id)]; });
+    return std::all_of(alt.begin(), alt.end(), [&](const Symbol& s) { return s.is_bytes() || productive[static_cast<size_t>(s.id)]; });
   };
+  const std::vector<bool> empty = nullable_rules(rules_);
   Grammar g;
   g.classes = classes_;
   g.rule_names = names_;
   g.code = {-(start + 1), Grammar::kEnd};
   g.alternatives.resize(rules_.size());
+  std::vector<int32_t> lexeme_of(rules_.size(), -1);
   for (size_t r = 0; r < rules_.size(); ++r) {
     for (const auto& alt : rules_[r]) {
       if (!is_productive(alt)) continue;
       g.alternatives[r].push_back(static_cast<int32_t>(g.code.size()));
-      for (const Symbol& s : alt) g.code.push_back(s.terminal ? s.id : -(s.id + 1));
+      for (const Symbol& s : alt) {
+        if (s.kind != Symbol::Kind::kLexeme) {
+          g.code.push_back(s.is_bytes() ? s.id : -(s.id + 1));
+          continue;
+        }
+        int32_t& k = lexeme_of[static_cast<size_t>(s.id)];
+        if (k < 0) {
+          if (empty[static_cast<size_t>(s.id)]) {
+            return OG_ERROR("grammar: lexeme \"", names_[static_cast<size_t>(s.id)], "\" matches the empty string");
+          }
+          k = static_cast<int32_t>(g.lexeme_rules.size());
+          g.lexeme_rules.push_back(s.id);
+        }
+        g.code.push_back(Grammar::kLexemeBase + k);
+      }
       g.code.push_back(Grammar::kEnd);
     }
   }
+  for (const int32_t rule : g.lexeme_rules) {
+    g.lexeme_starts.push_back(static_cast<int32_t>(g.code.size()));
+    g.code.insert(g.code.end(), {-(rule + 1), Grammar::kEnd});
+  }
+  split_bytes_by_class(g);
   return g;
 }
 

@@ -12,8 +12,13 @@
 // Grammars must not be left-recursive (a rule reaching itself before consuming a byte): build()
 // names the rule. Repetition is right recursion, which the automaton runs in constant stack
 // (a reference in tail position returns straight to its caller's caller).
+//
+// A lexeme (g.lexeme(rule)) is a rule read as one token with the longest match, as a lexer
+// reads a terminal: its text may end only where no longer match follows (A: /a+/ then "a" never
+// splits "aa"). The rule must be regular and not match the empty string.
 #pragma once
 
+#include <array>
 #include <bitset>
 #include <cstdint>
 #include <string>
@@ -26,24 +31,39 @@ namespace onnx_genai::constraints {
 
 using ByteSet = std::bitset<256>;
 
-// One symbol of an alternative: a byte class (index into the grammar's classes) or a rule.
+// One symbol of an alternative: a byte class (index into the grammar's classes), a rule, or a
+// lexeme (a rule matched by longest match; id is the rule).
 struct Symbol {
-  bool terminal = true;
+  enum class Kind : uint8_t { kBytes, kRule, kLexeme };
+  Kind kind = Kind::kBytes;
   int32_t id = 0;
+  bool is_bytes() const { return kind == Kind::kBytes; }
 };
 
 class Grammar {
  public:
-  // Code entries: >= 0 a byte class, kEnd the end of an alternative, else the rule -(code + 1).
+  // Code entries: a byte class in [0, kLexemeBase), lexeme k as kLexemeBase + k, kEnd the end
+  // of an alternative, else the rule -(code + 1).
   static constexpr int32_t kEnd = INT32_MIN;
+  static constexpr int32_t kLexemeBase = 1 << 30;
   static bool is_rule(int32_t code) { return code < 0 && code != kEnd; }
   static int32_t rule_of(int32_t code) { return -(code + 1); }
+  static bool is_lexeme(int32_t code) { return code >= kLexemeBase; }
 
   // Position 0 holds a reference to the start rule followed by kEnd: the parser starts there.
   std::vector<int32_t> code;
   std::vector<ByteSet> classes;
   std::vector<std::vector<int32_t>> alternatives;  // rule -> start position of each alternative
   std::vector<std::string> rule_names;
+  // Lexeme k: its rule, and the position of a reference to that rule followed by kEnd (where a
+  // parser of the lexeme alone starts).
+  std::vector<int32_t> lexeme_rules;
+  std::vector<int32_t> lexeme_starts;
+  // Bytes no class tells apart move the parser alike: byte -> its kind, kind -> its bytes. The
+  // automaton computes a successor once per kind (a JSON string's inside is a few kinds, not
+  // 256 bytes).
+  std::array<uint8_t, 256> byte_kind{};
+  std::vector<std::vector<uint8_t>> kind_bytes;
 };
 
 class GrammarBuilder {
@@ -58,7 +78,8 @@ class GrammarBuilder {
   Symbol bytes(const ByteSet& set);
   Symbol bytes(uint8_t lo, uint8_t hi);
   Symbol byte(char c) { return bytes(static_cast<uint8_t>(c), static_cast<uint8_t>(c)); }
-  static Symbol ref(int32_t rule) { return Symbol{false, rule}; }
+  static Symbol ref(int32_t rule) { return Symbol{Symbol::Kind::kRule, rule}; }
+  static Symbol lexeme(int32_t rule) { return Symbol{Symbol::Kind::kLexeme, rule}; }
 
   // Symbols matching `text` byte by byte, appended to `out`.
   void append_literal(std::vector<Symbol>& out, std::string_view text);
@@ -75,10 +96,12 @@ class GrammarBuilder {
   int32_t embed(const Grammar& other);
 
   size_t symbols() const { return symbols_; }
+  // Per rule: whether it matches the empty string.
+  std::vector<bool> nullable() const;
   bool too_large() const { return symbols_ > kMaxSymbols; }
 
   // Fails when the grammar is too large, a rule reaches itself before any byte (left recursion),
-  // or `start` is not a rule.
+  // a lexeme matches the empty string, or `start` is not a rule.
   Result<Grammar> build(int32_t start) const;
 
  private:

@@ -35,6 +35,7 @@ class LarkCompiler {
         OG_RETURN_IF_ERROR(compile_rule(d));
       }
     }
+    OG_RETURN_IF_ERROR(check_lexemes());
     int32_t start = rules_.at("start");
     if (ignore_) {  // ignored text may also end the output
       const int32_t text = g_.new_rule("start + %ignore");
@@ -58,13 +59,14 @@ class LarkCompiler {
     return Status::ok();
   }
 
-  // One rule matching any sequence of the %ignore operands.
+  // One rule matching any sequence of the %ignore operands, each a lexeme (Lark makes each one
+  // terminal).
   Status compile_ignores() {
     if (syntax_.ignores.empty()) return Status::ok();
     const int32_t one = g_.new_rule("%ignore");
     for (const LarkExpr& e : syntax_.ignores) {
       OG_ASSIGN_OR_RETURN(std::vector<Symbol> seq, lower(e, "%ignore", true));
-      g_.add_alt(one, std::move(seq));
+      g_.add_alt(one, {lexeme(one_symbol(std::move(seq), "%ignore"), "%ignore operand", e.at)});
     }
     ignore_ = GrammarBuilder::ref(g_.repeat("%ignore*", GrammarBuilder::ref(one), 0, -1));
     return Status::ok();
@@ -77,7 +79,7 @@ class LarkCompiler {
     std::vector<std::vector<Symbol>> base, tails;
     for (const LarkExpr* alt : alternatives(d.body)) {
       OG_ASSIGN_OR_RETURN(std::vector<Symbol> seq, lower(*alt, d.name, false));
-      const bool left_recursive = !seq.empty() && !seq[0].terminal && seq[0].id == rule;
+      const bool left_recursive = !seq.empty() && seq[0].kind == Symbol::Kind::kRule && seq[0].id == rule;
       if (!left_recursive) {
         base.push_back(std::move(seq));
       } else if (seq.size() > 1) {  // A: A alone adds nothing
@@ -162,7 +164,7 @@ class LarkCompiler {
       }
       case Kind::kLiteral: return literal(e, std::move(out));
       case Kind::kRange: return range(e, std::move(out));
-      case Kind::kRegex: return regex(e, std::move(out));
+      case Kind::kRegex: return regex(e, in_terminal, std::move(out));
       case Kind::kName: return name(e, owner, in_terminal, std::move(out));
       case Kind::kJson: return json(e, in_terminal, std::move(out));
     }
@@ -176,6 +178,26 @@ class LarkCompiler {
       return it != definitions_.end() && it->second->terminal;
     }
     return e.kind != Kind::kChoice && e.kind != Kind::kSequence && e.kind != Kind::kRepeat;
+  }
+
+  // Terminals and regexes in rules are read with the longest match, as Lark's lexer reads them.
+  // Strings are fixed, so they stay bytes. Each lexeme is remembered to refuse empty ones.
+  Symbol lexeme(Symbol rule_or_bytes, const std::string& what, LarkPosition at) {
+    if (rule_or_bytes.is_bytes()) {  // a one-byte lexeme cannot grow
+      return rule_or_bytes;
+    }
+    lexemes_.push_back({rule_or_bytes.id, what, at});
+    return GrammarBuilder::lexeme(rule_or_bytes.id);
+  }
+
+  Status check_lexemes() const {
+    const std::vector<bool> empty = g_.nullable();
+    for (const auto& l : lexemes_) {
+      if (empty[static_cast<size_t>(l.rule)]) {
+        return lark_error(l.at, l.what + " matches the empty string (Lark's dynamic lexer refuses zero-width terminals)");
+      }
+    }
+    return Status::ok();
   }
 
   Symbol one_symbol(std::vector<Symbol> seq, const std::string& name) {
@@ -213,7 +235,7 @@ class LarkCompiler {
     return out;
   }
 
-  Result<std::vector<Symbol>> regex(const LarkExpr& e, std::vector<Symbol> out) {
+  Result<std::vector<Symbol>> regex(const LarkExpr& e, bool in_terminal, std::vector<Symbol> out) {
     RegexOptions options;
     options.dialect = RegexDialect::kLark;
     for (const char flag : e.flags) {
@@ -222,7 +244,7 @@ class LarkCompiler {
     }
     Result<int32_t> rule = add_regex(g_, e.text, options);
     if (!rule) return lark_error(e.at, "in /" + e.text + "/: " + rule.status().message());
-    out.push_back(GrammarBuilder::ref(*rule));
+    out.push_back(in_terminal ? GrammarBuilder::ref(*rule) : lexeme(GrammarBuilder::ref(*rule), "/" + e.text + "/", e.at));
     return out;
   }
 
@@ -235,7 +257,7 @@ class LarkCompiler {
       return out;
     }
     OG_ASSIGN_OR_RETURN(const int32_t rule, terminal_rule(e.text, e.at));
-    out.push_back(GrammarBuilder::ref(rule));
+    out.push_back(in_terminal ? GrammarBuilder::ref(rule) : lexeme(GrammarBuilder::ref(rule), "terminal " + e.text, it->second->at));
     return out;
   }
 
@@ -253,6 +275,12 @@ class LarkCompiler {
   std::map<std::string, int32_t> rules_;
   std::map<std::string, int32_t> terminals_;  // -1 while its definition is being compiled
   std::optional<Symbol> ignore_;              // any run of %ignore operands
+  struct Lexeme {
+    int32_t rule;
+    std::string what;
+    LarkPosition at;
+  };
+  std::vector<Lexeme> lexemes_;
   int terminal_nesting_ = 0;
 };
 
@@ -260,6 +288,7 @@ class LarkCompiler {
 
 Result<Grammar> compile_lark_grammar(std::string_view text) {
   OG_ASSIGN_OR_RETURN(LarkSyntax syntax, parse_lark_syntax(text));
+  OG_RETURN_IF_ERROR(add_lark_imports(syntax));
   LarkCompiler compiler(syntax);
   return compiler.compile();
 }

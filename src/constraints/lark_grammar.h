@@ -9,9 +9,10 @@
 //   terminals) and at the end of the text, as Lark's Earley parser allows it.
 // - %json { schema }: the JSON texts the schema accepts (json_schema.h), no whitespace around.
 //
-// The grammar is scannerless: a terminal followed by text it could also absorb (A: /a+/ then
-// "a") matches every split, where a lexer (Lark's, llguidance's) takes the longest match and so
-// accepts fewer texts. docs/constraints.md lists this and what is refused.
+// - Terminals, regexes and %ignore operands used in rules are lexemes (grammar.h): each takes
+//   the longest match, as Lark's dynamic lexer matches each expected terminal where it starts
+//   (A: /a+/ then "a" never accepts "aa"). Zero-width terminals are refused, as Lark does.
+// docs/constraints.md lists what is refused.
 #pragma once
 
 #include <string_view>

@@ -267,6 +267,17 @@ Result<std::string> regex_pattern(const Token& t) {
   return out;
 }
 
+enum class NameKind { kRule, kTerminal, kNeither };
+
+// Terminals are uppercase and rules lowercase, after any leading underscores (_NAME, _name).
+NameKind name_kind(const std::string& name) {
+  const size_t letter = name.find_first_not_of('_');
+  const std::string rest = letter == std::string::npos ? "" : name.substr(letter);
+  const auto has = [&](char lo, char hi) { return std::any_of(rest.begin(), rest.end(), [&](char c) { return c >= lo && c <= hi; }); };
+  if (rest.empty() || (has('a', 'z') && has('A', 'Z'))) return NameKind::kNeither;
+  return has('a', 'z') ? NameKind::kRule : NameKind::kTerminal;
+}
+
 LarkExpr expr(LarkExpr::Kind kind, LarkPosition at) {
   LarkExpr e;
   e.kind = kind;
@@ -326,11 +337,52 @@ class LarkParser {
       return lark_error(d.at, "%llguidance options are not supported");
     }
     if (d.kind == Tok::kJson) return lark_error(d.at, "%json outside a rule");
-    if (d.text != "ignore") {
-      return lark_error(d.at, "%" + d.text + " is not supported" + (d.text == "import" ? " (define the terminals in the grammar)" : ""));
-    }
+    if (d.text == "import") return import(d.at, out);
+    if (d.text != "ignore") return lark_error(d.at, "%" + d.text + " is not supported");
     OG_ASSIGN_OR_RETURN(LarkExpr e, choice());
     out.ignores.push_back(std::move(e));
+    return Status::ok();
+  }
+
+  // %import a.b.NAME [-> ALIAS] or %import a.b (NAME, NAME, ...), as Lark spells them.
+  Status import(LarkPosition at, LarkSyntax& out) {
+    if (next_is(Tok::kDot)) return lark_error(peek().at, "relative %import is not supported (only Lark's common terminals)");
+    std::vector<Token> path;
+    while (true) {
+      path.push_back(take());
+      if (path.back().kind != Tok::kName) return lark_error(path.back().at, "expected a name in %import");
+      if (!next_is(Tok::kDot)) break;
+      take();
+    }
+    std::vector<Token> names;
+    std::string alias;
+    if (next_is(Tok::kLParen)) {
+      take();
+      while (true) {
+        names.push_back(take());
+        if (names.back().kind != Tok::kName) return lark_error(names.back().at, "expected a name in %import (...)");
+        if (!next_is(Tok::kComma)) break;
+        take();
+      }
+      if (take().kind != Tok::kRParen) return lark_error(at, "unterminated %import (...)");
+    } else {
+      if (path.size() < 2) return lark_error(at, "expected %import MODULE.NAME or %import MODULE (NAMES)");
+      names.push_back(path.back());
+      path.pop_back();
+      if (next_is(Tok::kArrow)) {
+        take();
+        const Token to = take();
+        if (to.kind != Tok::kName) return lark_error(to.at, "expected a name after '->'");
+        const bool terminal = name_kind(names[0].text) == NameKind::kTerminal;
+        if (name_kind(to.text) != name_kind(names[0].text)) {
+          return lark_error(to.at, "alias \"" + to.text + "\" of " + names[0].text + " must be " + (terminal ? "uppercase" : "lowercase"));
+        }
+        alias = to.text;
+      }
+    }
+    std::string module = path[0].text;
+    for (size_t k = 1; k < path.size(); ++k) module += "." + path[k].text;
+    for (const Token& name : names) out.imports.push_back({module, name.text, alias, name.at});
     return Status::ok();
   }
 
@@ -341,14 +393,11 @@ class LarkParser {
     LarkDefinition d;
     d.name = name.text;
     d.at = name.at;
-    const size_t letter = name.text.find_first_not_of('_');
-    const std::string rest = letter == std::string::npos ? "" : name.text.substr(letter);
-    const auto has = [&](char lo, char hi) { return std::any_of(rest.begin(), rest.end(), [&](char c) { return c >= lo && c <= hi; }); };
-    const bool upper = !rest.empty() && !has('a', 'z'), lower = !rest.empty() && !has('A', 'Z');
-    if (!upper && !lower) {
+    const NameKind kind = name_kind(name.text);
+    if (kind == NameKind::kNeither) {
       return lark_error(name.at, "name \"" + name.text + "\" is neither a rule (lowercase) nor a terminal (uppercase)");
     }
-    d.terminal = upper;
+    d.terminal = kind == NameKind::kTerminal;
     if (next_is(Tok::kDot)) return lark_error(peek().at, "priorities (" + name.text + ".N) are not supported");
     if (next_is(Tok::kLBrace)) return lark_error(peek().at, "templates (" + name.text + "{...}) are not supported");
     if (next_is(Tok::kLBracket)) return lark_error(peek().at, "rule options (" + name.text + "[...]) are not supported");

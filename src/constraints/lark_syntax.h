@@ -6,8 +6,9 @@
 //   NUMBER: /[0-9]+/ ("." /[0-9]+/)?  terminals are uppercase and regular
 //   %ignore " "                       // and # comments
 //
-// Constructs that would change the language unnoticed if skipped are refused here with their
-// line:column: %import, %declare, %override, %extend, priorities (name.2), templates
+// %import common.NAME [-> ALIAS] and %import common (A, B) bring in the terminals of Lark's
+// common library (lark_common.cc). Constructs that would change the language unnoticed if
+// skipped are refused here with their line:column: other imports, %declare, %override, %extend, priorities (name.2), templates
 // (name{x}), rule options (name[lazy]), special tokens (<|eot|>), & and ~ in terminals,
 // %regex, @grammar references and %llguidance options.
 #pragma once
@@ -58,14 +59,27 @@ struct LarkDefinition {
   LarkExpr body;
 };
 
+// %import MODULE.NAME [-> ALIAS], or one name of %import MODULE (NAME, ...).
+struct LarkImport {
+  std::string module;
+  std::string name;
+  std::string alias;  // empty: the name itself
+  LarkPosition at;
+};
+
 struct LarkSyntax {
   std::vector<LarkDefinition> definitions;
   std::vector<LarkExpr> ignores;  // the operands of %ignore, in order
+  std::vector<LarkImport> imports;
 };
 
 // Repeat counts above this ({n}, ~ n..m) are refused (the grammar would be too large).
 inline constexpr int64_t kMaxLarkRepeat = 10000;
 
 Result<LarkSyntax> parse_lark_syntax(std::string_view text);
+
+// Adds the definitions `syntax.imports` names (from Lark's common library); refuses other
+// modules and names it does not have.
+Status add_lark_imports(LarkSyntax& syntax);
 
 }  // namespace onnx_genai::constraints

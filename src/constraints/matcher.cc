@@ -11,14 +11,24 @@
 namespace onnx_genai {
 
 using constraints::Automaton;
+using constraints::ByteSet;
 using constraints::CompiledState;
 using constraints::TokenTrie;
 
 namespace constraints {
 
-Status walk_token_trie(Automaton& automaton, const TokenTrie& trie, int32_t state, std::vector<uint64_t>& mask) {
-  mask.assign((static_cast<size_t>(trie.vocab_size()) + 63) / 64, 0);
-  if (state == Automaton::kDead) return Status::ok();
+namespace {
+
+std::bitset<128> ascii(const ByteSet& bytes) {
+  std::bitset<128> out;
+  for (size_t b = 0; b < 128; ++b) out[b] = bytes.test(b);
+  return out;
+}
+
+// Adds to `mask` the tokens of `trie` whose bytes the automaton accepts from `state`, skipping
+// the subtrees `skip` marks (a bit per node; those tokens are decided already).
+Status walk(Automaton& automaton, const TokenTrie& trie, int32_t state, const std::vector<uint64_t>* skip,
+            std::vector<uint64_t>& mask) {
   const std::vector<TokenTrie::Node>& nodes = trie.nodes();
   const std::vector<int32_t>& tokens = trie.node_tokens();
   // states[d] is the state after the first d bytes of the current trie path, rows[d] its
@@ -29,6 +39,10 @@ Status walk_token_trie(Automaton& automaton, const TokenTrie& trie, int32_t stat
   rows[0] = &automaton.row(state);
   for (size_t i = 0; i < nodes.size();) {
     const TokenTrie::Node& n = nodes[i];
+    if (skip != nullptr && ((*skip)[i >> 6] >> (i & 63)) & 1) {
+      i = static_cast<size_t>(n.subtree_end);
+      continue;
+    }
     int32_t next = (*rows[n.depth - 1u])[n.byte];
     if (next == Automaton::kUnknown) {
       OG_ASSIGN_OR_RETURN(next, automaton.next(states[n.depth - 1u], n.byte));
@@ -48,7 +62,37 @@ Status walk_token_trie(Automaton& automaton, const TokenTrie& trie, int32_t stat
   return Status::ok();
 }
 
+}  // namespace
+
+Status walk_token_trie(Automaton& automaton, const TokenTrie& trie, int32_t state, std::vector<uint64_t>& mask) {
+  mask.assign((static_cast<size_t>(trie.vocab_size()) + 63) / 64, 0);
+  if (state == Automaton::kDead) return Status::ok();
+  // Inside a string: the tokens that stay inside come from the vocabulary's table, and only
+  // the subtrees holding others (a quote, an escape, a control byte, a character refused or
+  // broken) are walked.
+  OG_ASSIGN_OR_RETURN(const Automaton::StringRun* run, automaton.string_run(state, static_cast<int32_t>(trie.max_depth())));
+  const TokenTrie::InsideView inside = run == nullptr ? TokenTrie::InsideView{} : trie.inside(ascii(run->stays), run->unicode, run->chars);
+  if (inside.mask != nullptr) mask = *inside.mask;
+  return walk(automaton, trie, state, inside.whole, mask);
+}
+
 }  // namespace constraints
+
+namespace {
+
+// The string insides met most often, their tables built with the vocabulary so that no request
+// waits for them: a JSON string's raw ASCII (not '"', '\\' or a control character), and every
+// character but a newline (a regex's '.', a line of text).
+std::vector<std::bitset<128>> common_string_bytes() {
+  std::bitset<128> json, line;
+  for (size_t b = 0; b < 128; ++b) {
+    json[b] = b >= 0x20 && b != '"' && b != '\\';
+    line[b] = b != '\n';
+  }
+  return {json, line};
+}
+
+}  // namespace
 
 Result<std::shared_ptr<const ConstraintVocabulary>> ConstraintVocabulary::create(const Tokenizer& tokenizer,
                                                                                    int32_t vocab_size,
@@ -56,6 +100,7 @@ Result<std::shared_ptr<const ConstraintVocabulary>> ConstraintVocabulary::create
   OG_ASSIGN_OR_RETURN(TokenTrie trie, TokenTrie::build(tokenizer, vocab_size, std::move(stop_ids)));
   std::shared_ptr<ConstraintVocabulary> vocabulary(new ConstraintVocabulary());
   vocabulary->trie_ = std::make_unique<TokenTrie>(std::move(trie));
+  for (const std::bitset<128>& bytes : common_string_bytes()) (void)vocabulary->trie_->inside(bytes, true, -1);
   return std::shared_ptr<const ConstraintVocabulary>(std::move(vocabulary));
 }
 

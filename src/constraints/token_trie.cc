@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "constraints/utf8.h"
+
 namespace onnx_genai::constraints {
 
 Result<TokenTrie> TokenTrie::build(const Tokenizer& tokenizer, int32_t vocab_size, std::vector<int32_t> stop_ids) {
@@ -28,41 +30,108 @@ Result<TokenTrie> TokenTrie::build(const Tokenizer& tokenizer, int32_t vocab_siz
     return trie.bytes_[static_cast<size_t>(a)] < trie.bytes_[static_cast<size_t>(b)] ||
            (trie.bytes_[static_cast<size_t>(a)] == trie.bytes_[static_cast<size_t>(b)] && a < b);
   });
+  trie.link(order, trie.bytes_);
+  return trie;
+}
+
+void TokenTrie::link(const std::vector<int32_t>& order, const std::vector<std::string>& bytes) {
   // Sorted strings give the preorder directly: each token shares its longest common prefix with
   // the one before, closes the nodes below that prefix, and opens nodes for the rest.
   std::vector<int32_t> path;  // node index per depth - 1
   const std::string* previous = nullptr;
   for (const int32_t id : order) {
-    const std::string& s = trie.bytes_[static_cast<size_t>(id)];
+    const std::string& s = bytes[static_cast<size_t>(id)];
     size_t common = 0;
     if (previous != nullptr) {
       while (common < s.size() && common < previous->size() && s[common] == (*previous)[common]) ++common;
     }
     while (path.size() > common) {
-      trie.nodes_[static_cast<size_t>(path.back())].subtree_end = static_cast<int32_t>(trie.nodes_.size());
+      nodes_[static_cast<size_t>(path.back())].subtree_end = static_cast<int32_t>(nodes_.size());
       path.pop_back();
     }
     for (size_t d = common; d < s.size(); ++d) {
-      path.push_back(static_cast<int32_t>(trie.nodes_.size()));
-      trie.nodes_.push_back(Node{static_cast<uint8_t>(s[d]), static_cast<uint16_t>(d + 1), 0, 0, 0});
+      path.push_back(static_cast<int32_t>(nodes_.size()));
+      nodes_.push_back(Node{static_cast<uint8_t>(s[d]), static_cast<uint16_t>(d + 1), 0, 0, 0});
     }
-    Node& end = trie.nodes_[static_cast<size_t>(path.back())];
-    if (end.token_count == 0) end.first_token = static_cast<int32_t>(trie.tokens_.size());
-    trie.tokens_.push_back(id);
+    Node& end = nodes_[static_cast<size_t>(path.back())];
+    if (end.token_count == 0) end.first_token = static_cast<int32_t>(tokens_.size());
+    tokens_.push_back(id);
     ++end.token_count;
-    trie.max_depth_ = std::max(trie.max_depth_, s.size());
+    max_depth_ = std::max(max_depth_, s.size());
     previous = &s;
   }
   while (!path.empty()) {
-    trie.nodes_[static_cast<size_t>(path.back())].subtree_end = static_cast<int32_t>(trie.nodes_.size());
+    nodes_[static_cast<size_t>(path.back())].subtree_end = static_cast<int32_t>(nodes_.size());
     path.pop_back();
   }
-  return trie;
+}
+
+TokenTrie::Inside TokenTrie::build_inside(const std::bitset<128>& stays, bool unicode) const {
+  // Forward (preorder): whether each node's path is spelled with the run's bytes, and in how
+  // many characters; its tokens go to the table by that count.
+  const size_t n = nodes_.size();
+  std::vector<uint8_t> spelled(n);
+  std::vector<int8_t> at_depth(max_depth_ + 1, utf8::kBoundary);
+  std::vector<int32_t> chars_at(max_depth_ + 1, 0);
+  std::vector<std::vector<int32_t>> by_chars;
+  for (size_t i = 0; i < n; ++i) {
+    const Node& node = nodes_[i];
+    const bool refused = node.byte < 0x80 ? !stays.test(node.byte) : !unicode;
+    const int8_t at = refused ? int8_t{utf8::kInvalid} : utf8::step(at_depth[node.depth - 1u], node.byte);
+    if (at == utf8::kInvalid) {  // nor is anything below it spelled so
+      i = static_cast<size_t>(node.subtree_end) - 1;
+      continue;
+    }
+    at_depth[node.depth] = at;
+    chars_at[node.depth] = chars_at[node.depth - 1u] + (node.byte < 0x80 || node.byte >= 0xC0);
+    spelled[i] = 1;
+    if (node.token_count == 0) continue;
+    const auto chars = static_cast<size_t>(chars_at[node.depth]);
+    if (by_chars.size() <= chars) by_chars.resize(chars + 1);
+    by_chars[chars].insert(by_chars[chars].end(), tokens_.begin() + node.first_token,
+                           tokens_.begin() + node.first_token + node.token_count);
+  }
+  Inside in;
+  for (const std::vector<int32_t>& ids : by_chars) {
+    in.tokens.insert(in.tokens.end(), ids.begin(), ids.end());
+    in.up_to.push_back(in.tokens.size());
+  }
+  // A subtree is the table's when no node in it is unspelled: the first unspelled node at or
+  // after each node lies past its subtree (one backward pass).
+  in.whole.assign((n + 63) / 64, 0);
+  size_t unspelled = n;
+  for (size_t i = n; i-- > 0;) {
+    if (!spelled[i]) unspelled = i;
+    if (unspelled >= static_cast<size_t>(nodes_[i].subtree_end)) in.whole[i >> 6] |= uint64_t{1} << (i & 63);
+  }
+  return in;
+}
+
+TokenTrie::InsideView TokenTrie::inside(const std::bitset<128>& stays, bool unicode, int32_t chars) const {
+  const auto key = std::make_tuple((stays >> 64).to_ullong(), (stays & std::bitset<128>(~0ull)).to_ullong(), unicode);
+  std::lock_guard lock(inside_->mutex);
+  auto it = inside_->by_stays.find(key);
+  if (it == inside_->by_stays.end()) {
+    if (inside_->by_stays.size() >= kMaxInsideTables) return {};
+    it = inside_->by_stays.emplace(key, std::make_unique<Inside>(build_inside(stays, unicode))).first;
+  }
+  Inside& in = *it->second;
+  if (chars < 0 || static_cast<size_t>(chars) >= in.up_to.size()) chars = -1;  // every token fits
+  std::vector<uint64_t>& mask = in.masks[chars];
+  if (mask.empty()) {
+    mask.assign((static_cast<size_t>(vocab_size_) + 63) / 64, 0);
+    const size_t count = chars < 0 ? in.tokens.size() : in.up_to[static_cast<size_t>(chars)];
+    for (size_t k = 0; k < count; ++k) {
+      const auto id = static_cast<uint32_t>(in.tokens[k]);
+      mask[id >> 6] |= uint64_t{1} << (id & 63);
+    }
+  }
+  return {&mask, &in.whole};
 }
 
 const std::string& TokenTrie::bytes(int32_t id) const {
   static const std::string kNone;
-  return id >= 0 && id < vocab_size_ ? bytes_[static_cast<size_t>(id)] : kNone;
+  return id >= 0 && static_cast<size_t>(id) < bytes_.size() ? bytes_[static_cast<size_t>(id)] : kNone;
 }
 
 bool TokenTrie::is_stop(int32_t id) const { return std::binary_search(stop_ids_.begin(), stop_ids_.end(), id); }

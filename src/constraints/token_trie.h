@@ -6,10 +6,21 @@
 // when the text is complete. The trie is stored in preorder, each node knowing where its subtree
 // ends, so a mask is one forward pass that skips a whole subtree when its first byte is refused
 // (the layout llguidance's token trie uses).
+//
+// Inside a string nearly every token is allowed, and walking all ~330k nodes is the slowest mask
+// there is. Which tokens stay inside does not depend on the parser's state beyond the bytes that
+// keep it there and how many characters may still come (XGrammar's context-independent tokens):
+// inside() gives, per such byte set, the mask of the tokens spelled with them, and the subtrees
+// holding only such tokens, which a mask there skips.
 #pragma once
 
+#include <bitset>
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "onnx_genai/status.h"
@@ -36,6 +47,17 @@ class TokenTrie {
   const std::vector<int32_t>& node_tokens() const { return tokens_; }
   const std::vector<int32_t>& stop_ids() const { return stop_ids_; }
   size_t max_depth() const { return max_depth_; }
+  // Inside a string (Automaton::string_run): the tokens spelled with the ASCII bytes `stays` and
+  // (when `unicode`) whole UTF-8 characters beyond ASCII (the last may be cut), of at most
+  // `chars` characters (-1: any), and the nodes whose subtrees hold only such tokens (a bit per
+  // node), which a mask inside the string need not walk. Built on first use per byte set and
+  // kept (thread-safe); null once kMaxInsideTables are kept (the caller walks the whole trie).
+  struct InsideView {
+    const std::vector<uint64_t>* mask = nullptr;
+    const std::vector<uint64_t>* whole = nullptr;
+  };
+  InsideView inside(const std::bitset<128>& stays, bool unicode, int32_t chars) const;
+  static constexpr size_t kMaxInsideTables = 32;
   // The bytes of token `id` ("" for special and unknown tokens).
   const std::string& bytes(int32_t id) const;
   bool is_stop(int32_t id) const;
@@ -47,6 +69,22 @@ class TokenTrie {
   std::vector<int32_t> tokens_;
   std::vector<int32_t> stop_ids_;
   size_t max_depth_ = 0;
+  struct Inside {
+    std::vector<int32_t> tokens;  // spelled with `stays`, by number of characters
+    std::vector<size_t> up_to;    // up_to[c]: how many of them have at most c characters
+    std::map<int32_t, std::vector<uint64_t>> masks;  // by character budget, -1 any
+    std::vector<uint64_t> whole;  // per node: its subtree's tokens are all the table's
+  };
+  struct InsideCache {
+    std::mutex mutex;
+    std::map<std::tuple<uint64_t, uint64_t, bool>, std::unique_ptr<Inside>> by_stays;
+  };
+  std::unique_ptr<InsideCache> inside_ = std::make_unique<InsideCache>();
+
+  // The table for `stays` (the cache's mutex held).
+  Inside build_inside(const std::bitset<128>& stays, bool unicode) const;
+  // Nodes and tokens for the tokens `order` (sorted by their bytes, `bytes` by id).
+  void link(const std::vector<int32_t>& order, const std::vector<std::string>& bytes);
 };
 
 }  // namespace onnx_genai::constraints

@@ -124,4 +124,26 @@ inline bool accepts_tokens(const std::shared_ptr<CompiledConstraint>& compiled, 
   return eos >= 0 ? mask_has(mask, eos) : m.is_complete();
 }
 
+// Checks the mask after `prefix` token by token against the naive definition (each token's bytes
+// fed after the prefix); returns how many tokens it allows (0 when the prefix is refused).
+inline size_t expect_exact_mask(const TestVocabulary& v, const std::shared_ptr<CompiledConstraint>& compiled,
+                                const std::string& prefix) {
+  ConstraintMatcher at(compiled);
+  EXPECT_TRUE(at.accept_bytes(prefix).is_ok()) << prefix;
+  std::vector<uint64_t> mask(at.mask_words());
+  EXPECT_TRUE(at.compute_mask(mask).is_ok());
+  EXPECT_EQ(mask_has(mask, v.eos), at.is_complete()) << prefix;
+  size_t allowed = 0;
+  for (int32_t id = 0; id < v.vocabulary->vocab_size(); ++id) {
+    const std::string& bytes = v.vocabulary->token_bytes(id);
+    if (bytes.empty()) continue;
+    ConstraintMatcher probe(compiled);
+    const bool viable = probe.accept_bytes(prefix + bytes).is_ok();
+    allowed += viable;
+    EXPECT_EQ(mask_has(mask, id), viable) << "prefix '" << prefix << "' token " << id << " '" << bytes << "'";
+    if (mask_has(mask, id) != viable) return allowed;  // one report is enough
+  }
+  return allowed;
+}
+
 }  // namespace onnx_genai::testing

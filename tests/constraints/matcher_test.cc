@@ -20,19 +20,35 @@ TEST(Matcher, MaskIsExactlyTheTokensThatKeepAPrefix) {
   const TestVocabulary& v = test_vocabulary("qwen3");
   auto compiled = compile(v, ConstraintKind::kJsonSchema,
                           R"({"type":"object","properties":{"name":{"type":"string","maxLength":3},"n":{"type":"integer","minimum":-5,"maximum":120}},"required":["n"]})");
-  ConstraintMatcher m(compiled);
-  std::vector<uint64_t> mask(m.mask_words());
   for (const std::string prefix : {"", "{", "{\"n\":", "{\"n\":1", "{\"n\":12", "{\"name\":\"ab", "{\"n\":-"}) {
-    ConstraintMatcher at(compiled);
-    ASSERT_TRUE(at.accept_bytes(prefix).is_ok()) << prefix;
-    ASSERT_TRUE(at.compute_mask(mask).is_ok());
-    for (int32_t id = 0; id < v.vocabulary->vocab_size(); ++id) {
-      const std::string& bytes = v.vocabulary->token_bytes(id);
-      if (bytes.empty()) continue;
-      ConstraintMatcher probe(compiled);
-      const bool allowed = probe.accept_bytes(prefix + bytes).is_ok();
-      ASSERT_EQ(mask_has(mask, id), allowed) << "prefix '" << prefix << "' token " << id << " '" << bytes << "'";
+    expect_exact_mask(v, compiled, prefix);
+  }
+}
+
+TEST(Matcher, MasksInsideStringsAreExact) {
+  // Inside a string the tokens that stay inside come from a table per set of raw ASCII bytes
+  // (and number of characters left); the mask must still be exactly the naive one: plain,
+  // counted (below and beyond the longest token), patterned and ASCII-only (e-mail, digits) JSON strings,
+  // after a character cut in half, an escape, non-ASCII text; a regex whose class leaves out
+  // letters; a Lark string terminal. With byte-level BPE and with SentencePiece.
+  for (const char* name : {"qwen3", "llama2"}) {
+    const TestVocabulary& v = test_vocabulary(name);
+    auto schema = compile(v, ConstraintKind::kJsonSchema,
+                          R"({"type":"object","properties":{"s":{"type":"string"},"t":{"type":"string","maxLength":4},)"
+                          R"("p":{"type":"string","pattern":"^[a-z ]*$"},"u":{"type":"string","minLength":2,"maxLength":5},)"
+                          R"("w":{"type":"string","maxLength":300},"e":{"type":"string","format":"email"},)"
+                          R"("d":{"type":"string","pattern":"^[0-9]{1,4}$"}}})");
+    for (const std::string prefix : {"{\"s\":\"", "{\"s\":\"ab", "{\"s\":\"\xc3", "{\"s\":\"a\\", "{\"s\":\"中文",
+                                     "{\"t\":\"ab", "{\"p\":\"a b", "{\"", "{\"u\":\"", "{\"u\":\"a", "{\"u\":\"abcd",
+                                     "{\"u\":\"abcde", "{\"u\":\"a\xc3", "{\"w\":\"", "{\"w\":\"ab", "{\"e\":\"ab",
+                                     "{\"e\":\"a.b@c", "{\"d\":\"", "{\"d\":\"12"}) {
+      EXPECT_GT(expect_exact_mask(v, schema, prefix), 0u) << name << " " << prefix;
     }
+    auto regex = compile(v, ConstraintKind::kRegex, "\"[^\"xyz]*\"!");
+    EXPECT_GT(expect_exact_mask(v, regex, "\"ab"), 0u) << name;
+    auto lark = compile(v, ConstraintKind::kLarkGrammar, "start: STRING+\nSTRING: /\"[^\"\\\\]*\"/\n");
+    EXPECT_GT(expect_exact_mask(v, lark, "\"ab"), 0u) << name;
+    EXPECT_GT(expect_exact_mask(v, lark, "\"ab\""), 0u) << name;
   }
 }
 
