@@ -72,7 +72,7 @@ TEST_F(CApiGuidanceTest, EmptyTypeAndDataRemoveTheGuidance) {
 
 TEST_F(CApiGuidanceTest, BadGuidanceFailsAtTheCallWithTheReason) {
   const auto p = params({});
-  EXPECT_EQ(message(OgaGeneratorParamsSetGuidance(p.get(), "lark_grammar", "%import common.NUMBER\nstart: NUMBER", false)).rfind(
+  EXPECT_EQ(message(OgaGeneratorParamsSetGuidance(p.get(), "lark_grammar", "%import python.NUMBER\nstart: NUMBER", false)).rfind(
                 "OgaGeneratorParamsSetGuidance: lark grammar:1:", 0), 0u);
   EXPECT_EQ(message(OgaGeneratorParamsSetGuidance(p.get(), "json_object", "{}", false)),
             "OgaGeneratorParamsSetGuidance: unknown guidance type 'json_object' (onnxruntime-genai's types: "
