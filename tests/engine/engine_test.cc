@@ -4,6 +4,7 @@
 //   - run together with staggered arrivals, chunked prefill, a pool so small that requests are
 //     preempted, and shared prompt prefixes (prefix-cache hits), they are the same again;
 //   - seeded sampling draws the same tokens alone and batched;
+//   - speculating requests (prompt lookup, a draft model) batched with plain ones keep their tokens;
 //   - abort and finish free every block; bad requests are refused with a message.
 #include <gtest/gtest.h>
 
@@ -82,6 +83,21 @@ class EngineTest : public ::testing::Test {
     o.model.num_threads = 2;
     return o;
   }
+  // An engine without prefix caching, to run requests alone on.
+  static std::unique_ptr<Engine> alone_engine() {
+    EngineOptions o = options();
+    o.prefix_caching = false;
+    auto engine = Engine::load(kModel, o);
+    EXPECT_TRUE(engine.is_ok()) << engine.status().message();
+    return engine.is_ok() ? std::move(*engine) : nullptr;
+  }
+  // Each prompt's greedy tokens, run alone.
+  static std::vector<std::vector<int32_t>> each_alone(Engine& engine, const std::vector<std::vector<int32_t>>& ids,
+                                                      int64_t new_tokens) {
+    std::vector<std::vector<int32_t>> tokens;
+    for (const auto& p : ids) tokens.push_back(run_all(engine, {p}, greedy(new_tokens), {0})[0].tokens);
+    return tokens;
+  }
 };
 
 TEST_F(EngineTest, AloneEachRequestMatchesTheContiguousGenerator) {
@@ -109,13 +125,10 @@ TEST_F(EngineTest, AloneEachRequestMatchesTheContiguousGenerator) {
 }
 
 TEST_F(EngineTest, BatchingPreemptionChunksAndPrefixHitsLeaveGreedyTokensUnchanged) {
-  EngineOptions alone_options = options();
-  alone_options.prefix_caching = false;
-  auto alone = Engine::load(kModel, alone_options);
-  ASSERT_TRUE(alone.is_ok()) << alone.status().message();
-  const auto ids = encode_all((*alone)->model());
-  std::vector<std::vector<int32_t>> want;
-  for (const auto& p : ids) want.push_back(run_all(**alone, {p}, greedy(32), {0})[0].tokens);
+  const std::unique_ptr<Engine> alone = alone_engine();
+  ASSERT_TRUE(alone);
+  const auto ids = encode_all(alone->model());
+  const std::vector<std::vector<int32_t>> want = each_alone(*alone, ids, 32);
 
   // Chunks of 8 tokens per step, at most 4 sequences, a pool of 8 blocks of 16 (each request
   // reaches 3): four running requests cannot all hold theirs, and some get preempted.
@@ -149,7 +162,7 @@ TEST_F(EngineTest, BatchingPreemptionChunksAndPrefixHitsLeaveGreedyTokensUnchang
     prefixed.push_back(std::move(t));
   }
   std::vector<std::vector<int32_t>> want_prefixed;
-  for (const auto& p : prefixed) want_prefixed.push_back(run_all(**alone, {p}, greedy(16), {0})[0].tokens);
+  for (const auto& p : prefixed) want_prefixed.push_back(run_all(*alone, {p}, greedy(16), {0})[0].tokens);
   const auto got_prefixed = run_all(**cached, prefixed, greedy(16), {0, 2, 4, 6, 8, 10, 12, 14});
   for (size_t i = 0; i < prefixed.size(); ++i) {
     EXPECT_EQ(got_prefixed[i].tokens, want_prefixed[i]) << "prompt " << i;
@@ -162,13 +175,10 @@ TEST_F(EngineTest, BatchingPreemptionChunksAndPrefixHitsLeaveGreedyTokensUnchang
 }
 
 TEST_F(EngineTest, SpeculativeRequestsKeepTheirTokensBesidePlainOnes) {
-  EngineOptions alone_options = options();
-  alone_options.prefix_caching = false;
-  auto alone = Engine::load(kModel, alone_options);
-  ASSERT_TRUE(alone.is_ok()) << alone.status().message();
-  const auto ids = encode_all((*alone)->model());
-  std::vector<std::vector<int32_t>> want;
-  for (const auto& p : ids) want.push_back(run_all(**alone, {p}, greedy(40), {0})[0].tokens);
+  const std::unique_ptr<Engine> alone = alone_engine();
+  ASSERT_TRUE(alone);
+  const auto ids = encode_all(alone->model());
+  const std::vector<std::vector<int32_t>> want = each_alone(*alone, ids, 40);
 
   // Prompt lookup, the model as its own draft (a copy loaded without paging: a draft decodes in
   // a Generator of its own), and no speculation, in turn; a step budget of 12 tokens drops drafts
