@@ -13,6 +13,7 @@
 
 #include "cli/bench_serve_http.h"
 #include "cli/run_support.h"
+#include "cli/speculative_options.h"
 #include "onnx_genai/engine.h"
 
 namespace onnx_genai::cli {
@@ -34,6 +35,8 @@ struct ServeBenchOptions {
   bool json = false, no_prefix_caching = false;
   genai::EngineOptions engine;
   std::string url, api_key;  // --url: an OpenAI-compatible server instead of the engine in process
+  SpeculativeOptions speculative;  // every request speculates (the engine in process)
+  genai::SpeculativeParams speculation;  // what --speculative loaded
 };
 
 Result<ServeBenchOptions> parse_serve_bench_options(std::span<const std::string> args) {
@@ -66,7 +69,9 @@ Result<ServeBenchOptions> parse_serve_bench_options(std::span<const std::string>
     return Status::ok();
   };
   table.flags = {{"--json", &o.json}, {"--no-prefix-caching", &o.no_prefix_caching}};
+  add_speculative_options(table, o.speculative);
   OG_RETURN_IF_ERROR(parse_options(args, table, o.model_path));
+  if (!o.url.empty() && o.speculative.proposer) return OG_ERROR("--speculative runs the engine in process; with --url the server decides");
   if (!o.url.empty() && o.request_rate > 0) return OG_ERROR("--url takes --concurrency, not --request-rate");
   o.engine.prefix_caching = !o.no_prefix_caching;
   return o;
@@ -116,6 +121,7 @@ Result<ServeResult> serve(genai::Engine& engine, const ServeBenchOptions& o, con
       p.sampling.greedy = true;
       p.ignore_eos = true;
       p.max_new_tokens = w.gen_lens[static_cast<size_t>(next)];
+      p.speculative = o.speculation;
       OG_ASSIGN_OR_RETURN(const uint64_t id, engine.add_request(w.prompts[static_cast<size_t>(next)], p));
       index[id] = static_cast<size_t>(next);
       r.requests[static_cast<size_t>(next)].arrival = o.request_rate > 0 ? w.arrivals[static_cast<size_t>(next)] : now();
@@ -156,6 +162,8 @@ Result<ServeResult> serve(genai::Engine& engine, const ServeBenchOptions& o, con
   r.stats.prefix_queries -= before.prefix_queries;
   r.stats.prefix_hits -= before.prefix_hits;
   r.stats.prefix_evictions -= before.prefix_evictions;
+  r.stats.drafted_tokens -= before.drafted_tokens;
+  r.stats.accepted_tokens -= before.accepted_tokens;
   return r;
 }
 
@@ -206,6 +214,8 @@ nlohmann::ordered_json summarize(const ServeBenchOptions& o, const ServeResult& 
           {"kv_waste", r.waste_samples > 0 ? r.waste_sum / static_cast<double>(r.waste_samples) : 0.0},
           {"preemptions", st.preemptions},
           {"prefix_hit_rate", st.prefix_queries > 0 ? static_cast<double>(st.prefix_hits) / static_cast<double>(st.prefix_queries) : 0.0},
+          {"drafted_tokens", st.drafted_tokens},
+          {"accepted_tokens", st.accepted_tokens},
           {"steps", st.steps}};
 }
 
@@ -231,13 +241,17 @@ void print_table(const nlohmann::ordered_json& j) {
               j["kv_blocks"].get<long long>(), 100 * j["kv_waste"].get<double>(), j["preemptions"].get<long long>(),
               100 * j["prefix_hit_rate"].get<double>(), j["cached_prompt_tokens"].get<long long>(),
               j["prompt_tokens"].get<long long>());
+  if (const auto drafted = j["drafted_tokens"].get<long long>(); drafted > 0) {
+    std::printf("  speculative: %lld drafted, %lld accepted (%.1f%%)\n", drafted, j["accepted_tokens"].get<long long>(),
+                100.0 * static_cast<double>(j["accepted_tokens"].get<long long>()) / static_cast<double>(drafted));
+  }
 }
 
 int print_summary(const ServeBenchOptions& o, const ServeResult& result) {
   nlohmann::ordered_json summary = summarize(o, result);
   if (!o.url.empty()) {
     for (const char* engine_only : {"threads", "device", "paged", "cached_prompt_tokens", "kv_blocks", "kv_waste", "preemptions",
-                                    "prefix_hit_rate", "steps"}) {
+                                    "prefix_hit_rate", "drafted_tokens", "accepted_tokens", "steps"}) {
       summary.erase(engine_only);
     }
     summary["url"] = o.url;
@@ -280,6 +294,9 @@ int run_bench_serve(std::span<const std::string> args) {
   if (!options->url.empty()) return bench_over_http(*options, *dir);
   auto engine = genai::Engine::load(*dir, options->engine);
   if (!engine.is_ok()) return report(kExitBadInput, engine.status().message());
+  auto speculative = load_speculative(options->speculative, options->engine.model);
+  if (!speculative.is_ok()) return report(kExitBadInput, speculative.status().message());
+  options->speculation = speculative->params;
   const genai::ModelInfo& info = (*engine)->model().info();
   if (!info.paged_kv_unavailable.empty()) std::fprintf(stderr, "onnx-genai: per-request KV caches: %s\n", info.paged_kv_unavailable.c_str());
   int64_t vocab = info.vocab_size;

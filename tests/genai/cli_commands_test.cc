@@ -253,6 +253,16 @@ TEST_F(CliCommands, BenchServeReportsEveryRequest) {
   const nlohmann::json p = nlohmann::json::parse(prefixed.out, nullptr, false);
   ASSERT_TRUE(p.is_object()) << prefixed.out;
   EXPECT_EQ(p["cached_prompt_tokens"], 3 * 32);
+  // Every request speculating with prompt lookup: the drafts are counted, none accepted beyond them.
+  const CommandResult speculating = cli("bench-serve " + shell_quote(dir_.string()) +
+                                        " --num-requests 4 --concurrency 2 --prompt-len 12 --gen-len 24 --threads 1"
+                                        " --speculative ngram --draft-tokens 4 --json");
+  ASSERT_EQ(speculating.exit_code, 0) << speculating.err;
+  const nlohmann::json s = nlohmann::json::parse(speculating.out, nullptr, false);
+  ASSERT_TRUE(s.is_object()) << speculating.out;
+  EXPECT_EQ(s["requests"], 4);
+  EXPECT_GT(s["drafted_tokens"].get<int64_t>(), 0);
+  EXPECT_LE(s["accepted_tokens"].get<int64_t>(), s["drafted_tokens"].get<int64_t>());
 }
 
 TEST_F(CliCommands, RunAnswersOverAPipe) {
@@ -304,6 +314,9 @@ TEST_F(CliCommands, BadInputExitsTwoWithOneLine) {
   expect_bad_input("bench-serve " + model + " --concurrency 0", "--concurrency wants an integer in [1, 65536], got '0'");
   expect_bad_input("bench-serve " + model + " --range 1.5", "--range wants a number in [0, 0.99], got '1.5'");
   expect_bad_input("bench-serve " + model + " --prompt-len 300 --range 0 --num-requests 1", "context holds 256");
+  expect_bad_input("bench-serve " + model + " --url http://127.0.0.1:9 --speculative ngram",
+                   "--speculative runs the engine in process; with --url the server decides");
+  expect_bad_input("bench-serve " + model + " --speculative /no/such/draft", "--speculative draft model");
   expect_bad_input("run " + model + " --bogus", "unknown option '--bogus'");
   expect_bad_input("run " + shell_quote(int4_dir_.string()), "has no tokenizer.json");
 }
