@@ -323,11 +323,10 @@ Status Engine::Impl::keep_verified(Request& r, std::span<const std::vector<float
   const std::vector<int32_t> draft(r.tokens.end() - r.draft, r.tokens.end());
   r.drop_draft();
   const int64_t fed_from = static_cast<int64_t>(r.tokens.size()) - 1;
-  std::vector<float> rows;
-  for (const std::vector<float>& row : logits) rows.insert(rows.end(), row.begin(), row.end());
-  const VerifyRows verify{rows, argmax, parts->io.vocab_size};
   OG_ASSIGN_OR_RETURN(const int64_t accepted,
-                      verify_draft(draft, verify, *r.sampler, [&r] { return r.history(); },
+                      verify_draft(draft, argmax,
+                                   [&](int64_t i) { return std::span<const float>(logits[static_cast<size_t>(i)]); },
+                                   *r.sampler, [&r] { return r.history(); },
                                    [&](SampledToken pick) -> Result<bool> {
                                      r.tokens.push_back(pick.token);
                                      r.new_tokens.push_back(pick.token);

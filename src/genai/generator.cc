@@ -499,13 +499,18 @@ Result<bool> Generator::Impl::speculative_step() {
 Status Generator::Impl::verify_draft(Sequence& row, int64_t drafted) {
   const Clock::time_point start = Clock::now();
   const int64_t fed_from = row.cached;
-  VerifyRows verify{last.logits[0], {}, model.io.vocab_size};
-  if (last.tokens[0]) verify.argmax = last.position_tokens[0];  // the plain argmax, computed in the graph
+  // With the graph's tokens, the plain argmax at each position; else each position's logits.
+  const std::span<const int32_t> argmax = last.tokens[0] ? std::span<const int32_t>(last.position_tokens[0])
+                                                         : std::span<const int32_t>();
+  const auto vocab = static_cast<size_t>(model.io.vocab_size);
+  const auto logits_at = [&](int64_t i) {
+    return std::span<const float>(last.logits[0]).subspan(static_cast<size_t>(i) * vocab, vocab);
+  };
   row.new_text.clear();
   OG_ASSIGN_OR_RETURN(
       const int64_t accepted,
       genai::verify_draft(
-          draft, verify, *row.sampler, [&row] { return row.history(); },
+          draft, argmax, logits_at, *row.sampler, [&row] { return row.history(); },
           [&](SampledToken pick) -> Result<bool> {
             const int32_t token = pick.token;
             if (params.sampling.logprobs) row.logprobs.push_back(std::move(pick));

@@ -100,17 +100,17 @@ Status DraftModelProposer::propose(std::span<const int32_t> tokens, int32_t coun
   return Status::ok();
 }
 
-Result<int64_t> verify_draft(std::span<const int32_t> draft, const VerifyRows& rows, Sampler& sampler,
+Result<int64_t> verify_draft(std::span<const int32_t> draft, std::span<const int32_t> argmax,
+                             FunctionRef<std::span<const float>(int64_t)> logits_at, Sampler& sampler,
                              FunctionRef<TokenHistory()> history, FunctionRef<Result<bool>(SampledToken)> keep) {
   const auto drafted = static_cast<int64_t>(draft.size());
   int64_t accepted = 0;
   for (int64_t i = 0; i <= drafted; ++i) {
     SampledToken pick;
-    if (!rows.argmax.empty()) {
-      pick.token = rows.argmax[static_cast<size_t>(i)];
+    if (!argmax.empty()) {
+      pick.token = argmax[static_cast<size_t>(i)];
     } else {
-      const std::span<const float> logits =
-          rows.logits.subspan(static_cast<size_t>(i * rows.vocab), static_cast<size_t>(rows.vocab));
+      const std::span<const float> logits = logits_at(i);
       OG_ASSIGN_OR_RETURN(pick, i < drafted ? sampler.sample_given_draft(logits, history(), draft[static_cast<size_t>(i)])
                                             : sampler.sample(logits, history()));
     }

@@ -59,20 +59,14 @@ class DraftModelProposer final : public DraftProposer {
 Status check_speculative_params(const SpeculativeParams& params, const ModelInfo& target);
 Result<std::unique_ptr<DraftProposer>> make_draft_proposer(const SpeculativeParams& params, const SamplingParams& target);
 
-// A verify step's rows for one sequence: for positions 0..draft size, the logits (vocab floats
-// each, in order) or, when the graph took the plain argmax, its token at each.
-struct VerifyRows {
-  std::span<const float> logits;
-  std::span<const int32_t> argmax;
-  int64_t vocab = 0;
-};
-
-// The tokens a verify step yields: at each position the model's own pick (the graph's argmax, or
+// The tokens a verify step yields: at each position 0..draft size the model's own pick (`argmax`
+// when the graph took the plain argmax at each, else from `logits_at(position)`'s row through
 // Sampler::sample_given_draft given the drafted token; after the last drafted one, sample()),
 // handed to `keep` (which appends it to the sequence, so `history` grows) until a pick differs
 // from the draft or `keep` returns false (the sequence ended). Returns how many drafted tokens
 // were accepted.
-Result<int64_t> verify_draft(std::span<const int32_t> draft, const VerifyRows& rows, Sampler& sampler,
+Result<int64_t> verify_draft(std::span<const int32_t> draft, std::span<const int32_t> argmax,
+                             FunctionRef<std::span<const float>(int64_t)> logits_at, Sampler& sampler,
                              FunctionRef<TokenHistory()> history, FunctionRef<Result<bool>(SampledToken)> keep);
 
 // How many tokens to draft next (0: take a plain step), from what the last drafts achieved.
