@@ -59,6 +59,9 @@ int find_listening_socket(int port) {
   });
 }
 
+ConnectionWatch::ConnectionWatch(std::string remote_addr, int remote_port, int local_port)
+    : remote_addr_(std::move(remote_addr)), remote_port_(remote_port), local_port_(local_port), fd_(find_socket()) {}
+
 int ConnectionWatch::find_socket() const {
   return find_descriptor([this](int fd) {
     sockaddr_storage local{}, peer{};
@@ -73,7 +76,6 @@ int ConnectionWatch::find_socket() const {
 }
 
 bool ConnectionWatch::closed() {
-  if (fd_ == -2) fd_ = find_socket();
   if (fd_ < 0) return false;
   pollfd p{fd_, POLLIN | POLLRDHUP, 0};
   if (poll(&p, 1, 0) <= 0) return false;

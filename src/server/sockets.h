@@ -22,8 +22,8 @@ int find_listening_socket(int port);
 
 class ConnectionWatch {
  public:
-  ConnectionWatch(std::string remote_addr, int remote_port, int local_port)
-      : remote_addr_(std::move(remote_addr)), remote_port_(remote_port), local_port_(local_port) {}
+  // Finds the socket at once: a socket reset by its peer has no peer address to find it by.
+  ConnectionWatch(std::string remote_addr, int remote_port, int local_port);
   // True once the peer has closed (or reset) the connection. Not finding the socket counts as open.
   bool closed();
 
@@ -32,7 +32,7 @@ class ConnectionWatch {
 
   std::string remote_addr_;
   int remote_port_, local_port_;
-  int fd_ = -2;  // -2: not looked up yet; -1: not found
+  int fd_;  // -1: not found
 };
 
 }  // namespace onnx_genai::server

@@ -240,7 +240,8 @@ test('a non-streamed request whose client disconnects is aborted', async () => {
     method: 'POST', headers: { 'Content-Type': 'application/json' }, signal: controller.signal,
     body: JSON.stringify({ messages: [{ role: 'user', content: 'Go on forever' }], max_tokens: 500, ignore_eos: true }),
   }).catch((e) => e);
-  await new Promise((r) => setTimeout(r, 30));
+  // Disconnect once the engine runs it (a client gone before its request arrived aborts nothing).
+  assert.ok(await waitFor(async () => (await metrics(server.url))['onnx_genai:num_requests_running'] > 0), 'the request runs');
   controller.abort();
   await request;
   assert.ok(await waitFor(async () => (await aborts()) > before), 'the disconnected request was aborted');
