@@ -109,15 +109,16 @@ struct BeamSearchParams {
 // tokens, one decoder run over the last token and the draft scores them all, the longest agreeing
 // prefix is kept with one token of the model's own after it, and the KV cache forgets the rest.
 // Lossless: greedy gives the tokens plain greedy decoding gives; sampling accepts a drafted token
-// with the probability the processed distribution gives it and otherwise draws from the rest of
-// that distribution, so the tokens follow the same distribution (not the same draws for a seed).
+// with probability min(1, p / q) (p the processed distribution, q the draft's: q puts all its mass
+// on a prompt-lookup token) and otherwise draws from max(0, p - q) renormalised, so the tokens
+// follow the same distribution (not the same draws for a seed).
 // One prompt, no beams, no constraint; the model must return logits for several positions.
 class Model;
 
 enum class SpeculativeMethod {
   kNone,
   kNgram,       // prompt lookup: continue the latest earlier occurrence of the text's last n-gram
-  kDraftModel,  // a smaller model with the same vocabulary drafts greedily in its own KV cache
+  kDraftModel,  // a smaller model with the same vocabulary drafts in its own KV cache (sampling when the model samples)
 };
 std::string_view speculative_method_name(SpeculativeMethod method);  // "none", "ngram", "draft"
 

@@ -79,6 +79,9 @@ struct SamplingParams {
   // every chain made from these params. The Generator makes one chain per sequence, in sequence
   // order; the C API reads and replaces rows through it (get_logits / set_logits).
   std::function<std::unique_ptr<LogitProcessor>()> first_processor;
+  // Likewise, run last: it sees the distribution the token is drawn from (a speculative draft
+  // model records it there, src/genai/speculative.h).
+  std::function<std::unique_ptr<LogitProcessor>()> last_processor;
 
   // Fails naming the first invalid parameter and its value.
   Status validate() const;
@@ -208,12 +211,14 @@ class Sampler {
   // lie in [0, vocab_size) and prompt_length must not exceed the history.
   Result<SampledToken> sample(std::span<const float> logits, const TokenHistory& history);
 
-  // Speculative decoding's check of a token a proposer drafted for this position with certainty:
-  // greedy, the token sample() gives; sampling, `draft` with the probability the processed
-  // distribution gives it, else a draw from that distribution with `draft` left out. The token
-  // then follows the distribution sample() draws from (the rejection scheme of Leviathan et al.
-  // 2023 and Chen et al. 2023 for a one-point draft distribution).
-  Result<SampledToken> sample_given_draft(std::span<const float> logits, const TokenHistory& history, int32_t draft);
+  // Speculative decoding's check of a token a proposer drafted for this position: greedy, the
+  // token sample() gives. Sampling (the rejection scheme of Leviathan et al. 2023 and Chen et al.
+  // 2023), with p the processed distribution and q the proposer's: `draft` is kept with
+  // probability min(1, p(draft) / q(draft)), else a token is drawn from max(0, p - q)
+  // renormalised, so the token follows p whatever q is. `draft_probabilities` is q, one entry per
+  // vocabulary token; empty, the draft was certain (q puts all its mass on it).
+  Result<SampledToken> sample_given_draft(std::span<const float> logits, const TokenHistory& history, int32_t draft,
+                                          std::span<const float> draft_probabilities = {});
 
   // The uniform in [0, 1) that the next draw would take, advancing this Sampler's generator as
   // that draw would: for a device that runs the chain and the draw itself (the generator's

@@ -308,11 +308,12 @@ Status Engine::Impl::draft_for_running() {
     if (!r->proposer || r->finished() || r->pending() != 1 || r->computed == 0) continue;
     const int64_t count = std::min<int64_t>(r->draft_length->next(), tokens_left(*r) - 1);
     if (count <= 0) continue;
-    std::vector<int32_t> draft;
+    Draft draft;
     OG_RETURN_IF_ERROR(r->proposer->propose(r->tokens, static_cast<int32_t>(count), draft)
                            .with_context("request " + std::to_string(id)));
-    r->tokens.insert(r->tokens.end(), draft.begin(), draft.end());
-    r->draft = static_cast<int64_t>(draft.size());
+    r->tokens.insert(r->tokens.end(), draft.tokens.begin(), draft.tokens.end());
+    r->draft = static_cast<int64_t>(draft.tokens.size());
+    r->draft_probabilities = std::move(draft.probabilities);
   }
   return Status::ok();
 }
@@ -320,7 +321,7 @@ Status Engine::Impl::draft_for_running() {
 // After a verify step: the accepted draft and the model's token after it become the request's,
 // the cache keeps the accepted positions (Scheduler::rewind).
 Status Engine::Impl::keep_verified(Request& r, std::span<const std::vector<float>> logits, std::span<const int32_t> argmax) {
-  const std::vector<int32_t> draft(r.tokens.end() - r.draft, r.tokens.end());
+  const Draft draft{{r.tokens.end() - r.draft, r.tokens.end()}, std::move(r.draft_probabilities)};
   r.drop_draft();
   const int64_t fed_from = static_cast<int64_t>(r.tokens.size()) - 1;
   OG_ASSIGN_OR_RETURN(const int64_t accepted,
@@ -335,8 +336,8 @@ Status Engine::Impl::keep_verified(Request& r, std::span<const std::vector<float
                                      return !r.finished();
                                    }));
   scheduler->rewind(r, fed_from + 1 + accepted);
-  r.draft_length->record(static_cast<int32_t>(draft.size()), static_cast<int32_t>(accepted));
-  stats.drafted_tokens += static_cast<int64_t>(draft.size());
+  r.draft_length->record(static_cast<int32_t>(draft.tokens.size()), static_cast<int32_t>(accepted));
+  stats.drafted_tokens += static_cast<int64_t>(draft.tokens.size());
   stats.accepted_tokens += accepted;
   return Status::ok();
 }

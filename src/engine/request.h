@@ -24,6 +24,7 @@ struct Request : ScheduledState {
   // Speculative decoding (params.speculative): who drafts, and how many tokens next.
   std::unique_ptr<genai::DraftProposer> proposer;
   std::optional<genai::DraftLength> draft_length;
+  std::vector<float> draft_probabilities;  // a sampled draft's distributions (genai::Draft), while draft > 0
   genai::FinishReason reason = genai::FinishReason::kNone;
   const std::chrono::steady_clock::time_point arrived = std::chrono::steady_clock::now();
   std::optional<double> queue_seconds;  // from arrival until its tokens were first scheduled

@@ -108,8 +108,9 @@ Result<LogitProcessorChain> make_generation_chain(const SamplingParams& params, 
     const std::string_view name = p->name();
     return name == "temperature" || name == "top_k" || name == "top_p" || name == "min_p" || name == "typical_p";
   };
-  chain.insert(std::find_if(chain.begin(), chain.end(), shaping),
-               std::make_unique<MinNewTokensProcessor>(min_new_tokens, eos_ids));
+  auto at = std::find_if(chain.begin(), chain.end(), shaping);
+  if (at == chain.end() && params.last_processor) --at;  // the caller's last step stays last
+  chain.insert(at, std::make_unique<MinNewTokensProcessor>(min_new_tokens, eos_ids));
   return chain;
 }
 
@@ -176,7 +177,7 @@ struct Generator::Impl {
   // Speculative decoding (params.speculative): one prompt.
   std::unique_ptr<DraftProposer> proposer;
   std::optional<DraftLength> draft_length;
-  std::vector<int32_t> draft;
+  Draft draft;
 };
 
 Result<std::unique_ptr<Generator>> Generator::create(const Model& model, const GeneratorParams& params) {
@@ -479,10 +480,10 @@ Result<bool> Generator::Impl::speculative_step() {
   const Clock::time_point start = Clock::now();
   OG_RETURN_IF_ERROR(proposer->propose(row.tokens(), static_cast<int32_t>(count), draft));
   stats.drafting_seconds += seconds_since(start);
-  if (draft.empty()) return false;
-  const auto drafted = static_cast<int64_t>(draft.size());
+  if (draft.tokens.empty()) return false;
+  const auto drafted = static_cast<int64_t>(draft.tokens.size());
   const int64_t size = row.size();
-  row.slots.insert(row.slots.end(), draft.begin(), draft.end());
+  row.slots.insert(row.slots.end(), draft.tokens.begin(), draft.tokens.end());
   const RunRow run{row.slots, row.lead_pads, row.cached, drafted + 1, &*row.sampler, drafted + 1};
   const Status ran = runner.run(std::span(&run, 1), 0, cache, last);
   row.slots.resize(static_cast<size_t>(size));

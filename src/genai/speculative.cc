@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "sampling/softmax.h"
+
 namespace onnx_genai::genai {
 
 namespace {
@@ -46,7 +48,7 @@ Result<std::unique_ptr<DraftProposer>> make_draft_proposer(const SpeculativePara
   return OG_ERROR("internal error: no proposer for speculative method none");
 }
 
-Status NgramProposer::propose(std::span<const int32_t> tokens, int32_t count, std::vector<int32_t>& draft) {
+Status NgramProposer::propose(std::span<const int32_t> tokens, int32_t count, Draft& draft) {
   draft.clear();
   const auto length = static_cast<int64_t>(tokens.size());
   for (int64_t n = std::min<int64_t>(ngram_max_, length - 1); n >= ngram_min_; --n) {
@@ -55,18 +57,58 @@ Status NgramProposer::propose(std::span<const int32_t> tokens, int32_t count, st
     for (int64_t start = length - n - 1; start >= 0; --start) {
       if (!std::equal(suffix.begin(), suffix.end(), tokens.begin() + start)) continue;
       const int64_t from = start + n, to = std::min(length, from + count);
-      draft.assign(tokens.begin() + from, tokens.begin() + to);
+      draft.tokens.assign(tokens.begin() + from, tokens.begin() + to);
       return Status::ok();
     }
   }
   return Status::ok();
 }
 
+namespace {
+
+// The last step of a sampling draft model's chain: the distribution its token is drawn from, in
+// the fixed-point weights the draw uses (sampling/softmax.h), so q is exactly what was sampled.
+class DistributionRecorder final : public LogitProcessor {
+ public:
+  explicit DistributionRecorder(std::shared_ptr<std::vector<float>> out) : out_(std::move(out)) {}
+  std::string_view name() const override { return "draft_distribution"; }
+  Status apply(const TokenHistory& /*history*/, Candidates& candidates) override {
+    const std::span<const int32_t> ids = candidates.ids();
+    sampling::exp_weights(candidates.logits(), ids, weights_);
+    const auto total = static_cast<double>(sampling::fixed_total(weights_));
+    out_->assign(static_cast<size_t>(candidates.vocab_size()), 0.0f);
+    if (total == 0) return Status::ok();  // the pick reports that nothing is left
+    for (size_t i = 0; i < ids.size(); ++i) {
+      (*out_)[static_cast<size_t>(ids[i])] = static_cast<float>(static_cast<double>(sampling::to_fixed(weights_[i])) / total);
+    }
+    return Status::ok();
+  }
+
+ private:
+  std::shared_ptr<std::vector<float>> out_;
+  std::vector<float> weights_;
+};
+
+// Drafts draw from a stream of their own: the target's seed, offset so the two differ.
+constexpr uint64_t kDraftSeedOffset = 0x5eed'd4af'7000'0001ULL;
+
+}  // namespace
+
 DraftModelProposer::DraftModelProposer(const Model& model, const SamplingParams& target) : model_(model) {
-  sampling_.greedy = true;
-  sampling_.repetition_penalty = target.repetition_penalty;
-  sampling_.no_repeat_ngram_size = target.no_repeat_ngram_size;
-  sampling_.logit_bias = target.logit_bias;
+  if (target.is_greedy()) {
+    sampling_.greedy = true;
+    sampling_.repetition_penalty = target.repetition_penalty;
+    sampling_.no_repeat_ngram_size = target.no_repeat_ngram_size;
+    sampling_.logit_bias = target.logit_bias;
+    return;
+  }
+  sampling_ = target;
+  sampling_.logprobs = false;
+  sampling_.top_logprobs = 0;
+  sampling_.first_processor = nullptr;
+  if (target.seed) sampling_.seed = *target.seed + kDraftSeedOffset;
+  distribution_ = std::make_shared<std::vector<float>>();
+  sampling_.last_processor = [out = distribution_] { return std::make_unique<DistributionRecorder>(out); };
 }
 
 Status DraftModelProposer::catch_up(std::span<const int32_t> tokens) {
@@ -86,7 +128,7 @@ Status DraftModelProposer::catch_up(std::span<const int32_t> tokens) {
   return Status::ok();
 }
 
-Status DraftModelProposer::propose(std::span<const int32_t> tokens, int32_t count, std::vector<int32_t>& draft) {
+Status DraftModelProposer::propose(std::span<const int32_t> tokens, int32_t count, Draft& draft) {
   draft.clear();
   // The draft model's own context may be shorter than the target's: no draft past it.
   const int64_t context = model_.info().context_length;
@@ -95,15 +137,16 @@ Status DraftModelProposer::propose(std::span<const int32_t> tokens, int32_t coun
   OG_RETURN_IF_ERROR(catch_up(tokens).with_context("draft model"));
   for (int32_t i = 0; i < count; ++i) {
     OG_RETURN_IF_ERROR(generator_->generate_next().with_context("draft model"));
-    draft.push_back(generator_->tokens(0).back());
+    draft.tokens.push_back(generator_->tokens(0).back());
+    if (distribution_) draft.probabilities.insert(draft.probabilities.end(), distribution_->begin(), distribution_->end());
   }
   return Status::ok();
 }
 
-Result<int64_t> verify_draft(std::span<const int32_t> draft, std::span<const int32_t> argmax,
+Result<int64_t> verify_draft(const Draft& draft, std::span<const int32_t> argmax,
                              FunctionRef<std::span<const float>(int64_t)> logits_at, Sampler& sampler,
                              FunctionRef<TokenHistory()> history, FunctionRef<Result<bool>(SampledToken)> keep) {
-  const auto drafted = static_cast<int64_t>(draft.size());
+  const auto drafted = static_cast<int64_t>(draft.tokens.size());
   int64_t accepted = 0;
   for (int64_t i = 0; i <= drafted; ++i) {
     SampledToken pick;
@@ -111,12 +154,14 @@ Result<int64_t> verify_draft(std::span<const int32_t> draft, std::span<const int
       pick.token = argmax[static_cast<size_t>(i)];
     } else {
       const std::span<const float> logits = logits_at(i);
-      OG_ASSIGN_OR_RETURN(pick, i < drafted ? sampler.sample_given_draft(logits, history(), draft[static_cast<size_t>(i)])
+      const auto at = static_cast<size_t>(i);
+      OG_ASSIGN_OR_RETURN(pick, i < drafted ? sampler.sample_given_draft(logits, history(), draft.tokens[at],
+                                                                         draft.probabilities_at(at))
                                             : sampler.sample(logits, history()));
     }
     const int32_t token = pick.token;
     OG_ASSIGN_OR_RETURN(const bool goes_on, keep(std::move(pick)));
-    if (!goes_on || i == drafted || token != draft[static_cast<size_t>(i)]) break;
+    if (!goes_on || i == drafted || token != draft.tokens[static_cast<size_t>(i)]) break;
     ++accepted;
   }
   return accepted;

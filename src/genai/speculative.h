@@ -1,10 +1,10 @@
 // Speculative decoding's pieces for the Generator (GeneratorParams::speculative): the proposers
 // that draft tokens, and the rule that sets how many to draft.
 //
-// A proposer drafts with certainty (a one-point draft distribution): the verification then needs
-// only the target's own distribution (Sampler::sample_given_draft). Proposers with distributions
-// of their own (sampled drafts, EAGLE/MTP heads reading the target's hidden states) fit the same
-// interface once Draft carries them.
+// Prompt lookup drafts with certainty (a one-point draft distribution); a draft model samples
+// its draft when the model samples, and hands over the distribution of each drafted token, which
+// the verification needs beside the target's (Sampler::sample_given_draft). EAGLE/MTP heads
+// reading the target's hidden states fit the same interface.
 #pragma once
 
 #include <cstdint>
@@ -17,12 +17,30 @@
 
 namespace onnx_genai::genai {
 
+struct Draft {
+  std::vector<int32_t> tokens;
+  // For a sampled draft, the proposer's probability of every vocabulary token at each drafted
+  // position (tokens.size() rows of the vocabulary); empty when every token was certain.
+  std::vector<float> probabilities;
+
+  // Position i's row of `probabilities` (empty for a certain draft).
+  std::span<const float> probabilities_at(size_t i) const {
+    if (probabilities.empty()) return {};
+    const size_t vocab = probabilities.size() / tokens.size();
+    return std::span<const float>(probabilities).subspan(i * vocab, vocab);
+  }
+  void clear() {
+    tokens.clear();
+    probabilities.clear();
+  }
+};
+
 class DraftProposer {
  public:
   virtual ~DraftProposer() = default;
   // Up to `count` tokens likely to follow `tokens` (the sequence so far, prompt included) into
   // `draft`; fewer, or none, when it has no guess.
-  virtual Status propose(std::span<const int32_t> tokens, int32_t count, std::vector<int32_t>& draft) = 0;
+  virtual Status propose(std::span<const int32_t> tokens, int32_t count, Draft& draft) = 0;
 };
 
 // Prompt lookup decoding (Saxena 2023): the text's last n tokens, for n from ngram_max down to
@@ -32,27 +50,32 @@ class DraftProposer {
 class NgramProposer final : public DraftProposer {
  public:
   NgramProposer(int32_t ngram_min, int32_t ngram_max) : ngram_min_(ngram_min), ngram_max_(ngram_max) {}
-  Status propose(std::span<const int32_t> tokens, int32_t count, std::vector<int32_t>& draft) override;
+  Status propose(std::span<const int32_t> tokens, int32_t count, Draft& draft) override;
 
  private:
   int32_t ngram_min_, ngram_max_;
 };
 
-// A smaller model with the same vocabulary decodes the draft greedily in a Generator of its own,
-// under the target's history-dependent processors (repetition penalty, banned n-grams, logit
-// bias: a greedy target's picks are the argmax after them).
+// A smaller model with the same vocabulary decodes the draft in a Generator of its own. For a
+// greedy target it decodes greedily under the target's history-dependent processors (repetition
+// penalty, banned n-grams, logit bias: a greedy target's picks are the argmax after them); for a
+// sampling target it samples under the target's whole chain (its own seed, derived from the
+// target's) and records each token's distribution, so that drafts agree as often as the two
+// distributions overlap.
 // Before drafting it is brought to the target's sequence: rewound to what the two share (the
 // accepted part of its last draft) and fed what it lacks (the target's own token after it).
 class DraftModelProposer final : public DraftProposer {
  public:
   DraftModelProposer(const Model& model, const SamplingParams& target);
-  Status propose(std::span<const int32_t> tokens, int32_t count, std::vector<int32_t>& draft) override;
+  Status propose(std::span<const int32_t> tokens, int32_t count, Draft& draft) override;
 
  private:
   Status catch_up(std::span<const int32_t> tokens);
 
   const Model& model_;
   SamplingParams sampling_;
+  // Sampled drafts: the last step's distribution, written by the draft Generator's chain.
+  std::shared_ptr<std::vector<float>> distribution_;
   std::unique_ptr<Generator> generator_;
 };
 
@@ -61,11 +84,11 @@ Result<std::unique_ptr<DraftProposer>> make_draft_proposer(const SpeculativePara
 
 // The tokens a verify step yields: at each position 0..draft size the model's own pick (`argmax`
 // when the graph took the plain argmax at each, else from `logits_at(position)`'s row through
-// Sampler::sample_given_draft given the drafted token; after the last drafted one, sample()),
-// handed to `keep` (which appends it to the sequence, so `history` grows) until a pick differs
-// from the draft or `keep` returns false (the sequence ended). Returns how many drafted tokens
-// were accepted.
-Result<int64_t> verify_draft(std::span<const int32_t> draft, std::span<const int32_t> argmax,
+// Sampler::sample_given_draft given the drafted token and its distribution; after the last
+// drafted one, sample()), handed to `keep` (which appends it to the sequence, so `history` grows)
+// until a pick differs from the draft or `keep` returns false (the sequence ended). Returns how
+// many drafted tokens were accepted.
+Result<int64_t> verify_draft(const Draft& draft, std::span<const int32_t> argmax,
                              FunctionRef<std::span<const float>(int64_t)> logits_at, Sampler& sampler,
                              FunctionRef<TokenHistory()> history, FunctionRef<Result<bool>(SampledToken)> keep);
 

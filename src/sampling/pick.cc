@@ -74,7 +74,8 @@ Result<int32_t> pick_token(const Candidates& candidates, bool greedy, FunctionRe
 }
 
 Result<int32_t> pick_given_draft(const Candidates& candidates, bool greedy, int32_t draft,
-                                 FunctionRef<double()> next_uniform, std::vector<float>& weights) {
+                                 std::span<const float> draft_probabilities, FunctionRef<double()> next_uniform,
+                                 std::vector<float>& weights) {
   if (greedy) return pick_greedy(candidates);
   const std::span<const int32_t> ids = candidates.ids();
   exp_weights(candidates.logits(), ids, weights);
@@ -83,9 +84,34 @@ Result<int32_t> pick_given_draft(const Candidates& candidates, bool greedy, int3
   const auto found = std::lower_bound(ids.begin(), ids.end(), draft);
   const size_t index = static_cast<size_t>(found - ids.begin());
   const uint64_t draft_mass = found != ids.end() && *found == draft ? to_fixed(weights[index]) : 0;
-  if (fixed_point_target(next_uniform(), total) < draft_mass) return draft;
-  // Rejected: the residual max(0, p - q) of a one-point q is p without the draft, renormalised.
-  return inverse_cdf(ids, weights, total - draft_mass, draft_mass > 0 ? index : ids.size(), next_uniform());
+  if (draft_probabilities.empty()) {
+    if (fixed_point_target(next_uniform(), total) < draft_mass) return draft;
+    // Rejected: the residual max(0, p - q) of a one-point q is p without the draft, renormalised.
+    return inverse_cdf(ids, weights, total - draft_mass, draft_mass > 0 ? index : ids.size(), next_uniform());
+  }
+  // Kept with probability p / q: u < p / q, written without the division.
+  const double p_total = static_cast<double>(total);
+  const double q_draft = draft_probabilities[static_cast<size_t>(draft)];
+  if (next_uniform() * q_draft < static_cast<double>(draft_mass) / p_total) return draft;
+  // Rejected: the residual over p's tokens (q's mass elsewhere only lowers p - q below zero).
+  double residual_total = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const double p = static_cast<double>(to_fixed(weights[i])) / p_total;
+    weights[i] = static_cast<float>(std::max(0.0, p - draft_probabilities[static_cast<size_t>(ids[i])]));
+    residual_total += weights[i];
+  }
+  // p <= q everywhere means p = q, where no draft is rejected: only rounding gets here.
+  if (residual_total <= 0) return draw(candidates, next_uniform, weights);
+  const double target = next_uniform() * residual_total;
+  double cumulative = 0;
+  size_t last = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (weights[i] <= 0) continue;
+    cumulative += weights[i];
+    last = i;
+    if (cumulative > target) return ids[i];
+  }
+  return ids[last];  // the rounding of the running sum can leave it a hair under the target
 }
 
 }  // namespace onnx_genai::sampling

@@ -26,10 +26,11 @@ Status nothing_left();
 Result<int32_t> pick_token(const Candidates& candidates, bool greedy, FunctionRef<double()> next_uniform,
                            std::vector<float>& weights);
 
-// Sampler::sample_given_draft's pick: greedy, pick_token's; else `draft` is kept with its
-// probability (one uniform), and otherwise a second uniform draws from the rest of the mass in
-// ascending id order, as pick_token draws.
+// Sampler::sample_given_draft's pick: greedy, pick_token's; else one uniform decides whether
+// `draft` is kept (with probability p, or min(1, p / q) given `draft_probabilities` q), and
+// otherwise a second draws from the residual in ascending id order, as pick_token draws.
 Result<int32_t> pick_given_draft(const Candidates& candidates, bool greedy, int32_t draft,
-                                 FunctionRef<double()> next_uniform, std::vector<float>& weights);
+                                 std::span<const float> draft_probabilities, FunctionRef<double()> next_uniform,
+                                 std::vector<float>& weights);
 
 }  // namespace onnx_genai::sampling

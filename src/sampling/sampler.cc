@@ -119,11 +119,20 @@ Result<SampledToken> Sampler::sample(std::span<const float> logits, const TokenH
 }
 
 Result<SampledToken> Sampler::sample_given_draft(std::span<const float> logits, const TokenHistory& history,
-                                                 int32_t draft) {
+                                                 int32_t draft, std::span<const float> draft_probabilities) {
+  if (draft < 0 || draft >= vocab_size_) {
+    return OG_ERROR("sampling: drafted token ", draft, " is outside the vocabulary [0, ", vocab_size_, ")");
+  }
+  if (!draft_probabilities.empty() && draft_probabilities.size() != static_cast<size_t>(vocab_size_)) {
+    return OG_ERROR("sampling: the draft's distribution has ", draft_probabilities.size(),
+                    " entries, expected the vocabulary size ", vocab_size_);
+  }
+  if (!draft_probabilities.empty() && !(draft_probabilities[static_cast<size_t>(draft)] > 0)) {
+    return OG_ERROR("sampling: drafted token ", draft, " has no probability in the draft's distribution");
+  }
   OG_RETURN_IF_ERROR(process(logits, history));
-  OG_ASSIGN_OR_RETURN(const int32_t token,
-                      sampling::pick_given_draft(candidates_, greedy_, draft, [this] { return next_uniform(); },
-                                                 weights_));
+  OG_ASSIGN_OR_RETURN(const int32_t token, sampling::pick_given_draft(candidates_, greedy_, draft, draft_probabilities,
+                                                                      [this] { return next_uniform(); }, weights_));
   return result_for(token, logits);
 }
 

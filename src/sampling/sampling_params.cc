@@ -60,12 +60,18 @@ Result<LogitProcessorChain> make_logit_processors(const SamplingParams& params) 
   if (params.no_repeat_ngram_size > 0) {
     chain.push_back(std::make_unique<NoRepeatNGram>(static_cast<size_t>(params.no_repeat_ngram_size)));
   }
-  if (params.is_greedy()) return chain;
-  if (params.temperature != 1.0f) chain.push_back(std::make_unique<Temperature>(params.temperature));
-  if (params.top_k > 0) chain.push_back(std::make_unique<TopK>(static_cast<size_t>(params.top_k)));
-  if (params.top_p < 1.0f) chain.push_back(std::make_unique<TopP>(params.top_p));
-  if (params.min_p > 0.0f) chain.push_back(std::make_unique<MinP>(params.min_p));
-  if (params.typical_p < 1.0f) chain.push_back(std::make_unique<TypicalP>(params.typical_p));
+  if (!params.is_greedy()) {
+    if (params.temperature != 1.0f) chain.push_back(std::make_unique<Temperature>(params.temperature));
+    if (params.top_k > 0) chain.push_back(std::make_unique<TopK>(static_cast<size_t>(params.top_k)));
+    if (params.top_p < 1.0f) chain.push_back(std::make_unique<TopP>(params.top_p));
+    if (params.min_p > 0.0f) chain.push_back(std::make_unique<MinP>(params.min_p));
+    if (params.typical_p < 1.0f) chain.push_back(std::make_unique<TypicalP>(params.typical_p));
+  }
+  if (params.last_processor) {
+    std::unique_ptr<LogitProcessor> last = params.last_processor();
+    if (!last) return OG_ERROR("sampling: last_processor made no processor");
+    chain.push_back(std::move(last));
+  }
   return chain;
 }
 

@@ -212,6 +212,34 @@ TEST_F(EngineTest, SpeculativeRequestsKeepTheirTokensBesidePlainOnes) {
   }
 }
 
+TEST_F(EngineTest, SampledDraftsRepeatForASeedAloneAndBatched) {
+  // The model as its own draft, sampling as each request samples: the drafts are nearly all
+  // accepted, and a seed gives a request the same tokens alone and beside others.
+  auto draft_model = Model::load(kModel, ModelOptions{.num_threads = 2});
+  ASSERT_TRUE(draft_model.is_ok()) << draft_model.status().message();
+  auto engine = Engine::load(kModel, options());
+  ASSERT_TRUE(engine.is_ok());
+  const auto ids = encode_all((*engine)->model());
+  std::vector<RequestParams> params(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    params[i].sampling.greedy = false;
+    params[i].sampling.temperature = 0.9f;
+    params[i].sampling.top_k = 40;
+    params[i].sampling.seed = 300 + i;
+    params[i].max_new_tokens = 20;
+    params[i].speculative.method = SpeculativeMethod::kDraftModel;
+    params[i].speculative.draft_model = draft_model->get();
+    params[i].speculative.draft_tokens = 3;
+  }
+  std::vector<std::vector<int32_t>> alone;
+  for (size_t i = 0; i < ids.size(); ++i) alone.push_back(run_all(**engine, {ids[i]}, params[i], {0})[0].tokens);
+  const auto batched = run_all(**engine, ids, {}, {0, 0, 0, 1, 1, 2, 5, 9}, &params);
+  for (size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(batched[i].tokens, alone[i]) << "prompt " << i;
+  const EngineStats s = (*engine)->stats();
+  ASSERT_GT(s.drafted_tokens, 0);
+  EXPECT_GT(static_cast<double>(s.accepted_tokens), 0.9 * static_cast<double>(s.drafted_tokens));
+}
+
 TEST_F(EngineTest, SeededSamplingDrawsTheSameTokensAloneAndBatched) {
   auto engine = Engine::load(kModel, options());
   ASSERT_TRUE(engine.is_ok());

@@ -6,12 +6,15 @@
 //   - rollback: after a speculative run the cache gives the next step the logits a plain run's
 //     cache gives;
 //   - sampling: Sampler::sample_given_draft's tokens follow the processed distribution whatever
-//     the draft (chi-square), and the test has the power to see the wrong residual;
+//     the draft, certain or sampled from another distribution (chi-square), and the test has the
+//     power to see the wrong residual; a draft model sampling as the model samples has its drafts
+//     accepted and repeats its tokens for a seed;
 //   - parameter errors.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <fstream>
+#include <random>
 #include <sstream>
 
 #include "genai_test_util.h"
@@ -252,6 +255,19 @@ double chi_square(const std::vector<int64_t>& counts, const std::vector<double>&
   return chi2;
 }
 
+// The distribution temperature 0.8 and top-k 6 leave of `logits`, in double.
+std::vector<double> top6_at_0_8(const std::vector<float>& logits) {
+  std::vector<float> sorted = logits;
+  std::sort(sorted.rbegin(), sorted.rend());
+  std::vector<double> p(logits.size(), 0.0);
+  double total = 0;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    if (logits[i] >= sorted[5]) total += p[i] = std::exp(static_cast<double>(logits[i]) / 0.8);
+  }
+  for (double& x : p) x /= total;
+  return p;
+}
+
 TEST(SpeculativeSampling, TokensGivenADraftFollowTheProcessedDistribution) {
   // Eight tokens; temperature 0.8 and top-k 6 leave six in play with known probabilities.
   const std::vector<float> logits = {1.0f, 2.5f, 0.2f, 1.7f, -1.0f, 2.0f, 0.9f, -3.0f};
@@ -259,16 +275,7 @@ TEST(SpeculativeSampling, TokensGivenADraftFollowTheProcessedDistribution) {
   params.temperature = 0.8f;
   params.top_k = 6;
   params.seed = 7;
-  std::vector<double> p(logits.size(), 0.0);
-  {
-    std::vector<float> sorted = logits;
-    std::sort(sorted.rbegin(), sorted.rend());
-    double total = 0;
-    for (size_t i = 0; i < logits.size(); ++i) {
-      if (logits[i] >= sorted[5]) total += p[i] = std::exp(static_cast<double>(logits[i]) / 0.8);
-    }
-    for (double& x : p) x /= total;
-  }
+  const std::vector<double> p = top6_at_0_8(logits);
   constexpr int64_t kDraws = 60000;
   // 7 degrees of freedom (empty cells add nothing): P(chi2 > 24.3) = 0.001.
   constexpr double kCritical = 24.3;
@@ -292,6 +299,103 @@ TEST(SpeculativeSampling, TokensGivenADraftFollowTheProcessedDistribution) {
       EXPECT_GT(chi_square(counts, wrong, kDraws), 10 * kCritical) << "draft " << draft;
     }
   }
+}
+
+TEST(SpeculativeSampling, TokensGivenASampledDraftFollowTheProcessedDistribution) {
+  const std::vector<float> logits = {1.0f, 2.5f, 0.2f, 1.7f, -1.0f, 2.0f, 0.9f, -3.0f};
+  SamplingParams params;
+  params.temperature = 0.8f;
+  params.top_k = 6;
+  params.seed = 11;
+  const std::vector<double> p = top6_at_0_8(logits);
+  // Draft distributions: flat over every token (mass where top-k left p none), peaked away from
+  // p's mode, and p itself (every draft kept).
+  const std::vector<std::vector<float>> drafts = {
+      {0.125f, 0.125f, 0.125f, 0.125f, 0.125f, 0.125f, 0.125f, 0.125f},
+      {0.02f, 0.05f, 0.6f, 0.03f, 0.2f, 0.05f, 0.03f, 0.02f},
+      std::vector<float>(p.begin(), p.end())};
+  constexpr int64_t kDraws = 60000;
+  constexpr double kCritical = 24.3;  // 7 degrees of freedom: P(chi2 > 24.3) = 0.001
+  const std::vector<int32_t> history_tokens = {1, 2};
+  for (size_t d = 0; d < drafts.size(); ++d) {
+    const std::vector<float>& q = drafts[d];
+    auto sampler = Sampler::create(params, static_cast<int32_t>(logits.size()));
+    ASSERT_TRUE(sampler.is_ok()) << sampler.status().message();
+    std::mt19937_64 rng(1234 + d);
+    std::discrete_distribution<int32_t> draw_q(q.begin(), q.end());
+    std::vector<int64_t> counts(logits.size(), 0);
+    int64_t kept = 0;
+    for (int64_t n = 0; n < kDraws; ++n) {
+      const int32_t draft = draw_q(rng);
+      auto token = sampler->sample_given_draft(logits, TokenHistory{history_tokens, 1}, draft, q);
+      ASSERT_TRUE(token.is_ok()) << token.status().message();
+      ++counts[static_cast<size_t>(token->token)];
+      kept += token->token == draft;
+    }
+    EXPECT_LT(chi_square(counts, p, kDraws), kCritical) << "draft distribution " << d;
+    // A draft is kept with probability sum(min(p, q)) (a rejection never redraws it: the residual
+    // is zero there), within five standard deviations.
+    double overlap = 0;
+    for (size_t i = 0; i < p.size(); ++i) overlap += std::min(p[i], static_cast<double>(q[i]));
+    const double sd = std::sqrt(overlap * (1 - overlap) / kDraws);
+    EXPECT_NEAR(static_cast<double>(kept) / kDraws, overlap, 5 * sd + 1e-6) << "draft distribution " << d;
+    // Power: a rejection that drew from p instead of the residual gives q min(1, p/q) + (1 - overlap) p.
+    std::vector<double> wrong(p.size());
+    for (size_t i = 0; i < p.size(); ++i) wrong[i] = std::min(p[i], static_cast<double>(q[i])) + (1 - overlap) * p[i];
+    if (overlap < 0.95) {
+      EXPECT_GT(chi_square(counts, wrong, kDraws), 10 * kCritical) << "draft distribution " << d;
+    }
+  }
+}
+
+TEST(SpeculativeSampling, ASampledDraftOutsideItsDistributionIsAnError) {
+  const std::vector<float> logits = {0.5f, 1.0f, 2.0f, -1.0f};
+  SamplingParams params;
+  params.seed = 3;
+  auto sampler = Sampler::create(params, 4);
+  ASSERT_TRUE(sampler.is_ok());
+  const std::vector<int32_t> none;
+  const std::vector<float> q = {0.5f, 0.5f, 0.0f, 0.0f};
+  const auto error = [&](int32_t draft, std::span<const float> distribution) {
+    auto token = sampler->sample_given_draft(logits, TokenHistory{none, 0}, draft, distribution);
+    return token.is_ok() ? std::string() : token.status().message();
+  };
+  EXPECT_NE(error(2, q).find("drafted token 2 has no probability in the draft's distribution"), std::string::npos)
+      << error(2, q);
+  EXPECT_NE(error(0, std::span(q).first(3)).find("the draft's distribution has 3 entries, expected the vocabulary size 4"),
+            std::string::npos);
+  EXPECT_NE(error(4, {}).find("drafted token 4 is outside the vocabulary [0, 4)"), std::string::npos) << error(4, {});
+}
+
+TEST_F(SpeculativeGreedy, ASampledDraftModelIsAcceptedAndRepeatsForASeed) {
+  // The model as its own draft, sampling as the model samples: q is p up to the rounding of its
+  // single-row steps, so nearly every draft is kept, and a seed gives the same tokens every run.
+  genai::SpeculativeParams draft;
+  draft.method = SpeculativeMethod::kDraftModel;
+  draft.draft_model = model_;
+  draft.draft_tokens = 4;
+  genai::GeneratorParams params = model_->default_params();
+  params.sampling.greedy = false;
+  params.sampling.temperature = 0.9f;
+  params.sampling.top_k = 50;
+  params.sampling.seed = 42;
+  params.max_new_tokens = 40;
+  params.ignore_eos = true;
+  params.speculative = draft;
+  int64_t drafted = 0, accepted = 0;
+  for (const std::string& prompt : validation_prompts(4, 30)) {
+    auto ids = model_->encode(prompt);
+    ASSERT_TRUE(ids.is_ok()) << ids.status().message();
+    params.prompts = {*ids};
+    const Outcome first = generate(*model_, params);
+    const Outcome again = generate(*model_, params);
+    EXPECT_EQ(first.tokens, again.tokens) << prompt;
+    EXPECT_EQ(first.tokens.size(), ids->size() + 40) << prompt;
+    drafted += first.stats.drafted_tokens;
+    accepted += first.stats.accepted_tokens;
+  }
+  ASSERT_GT(drafted, 0);
+  EXPECT_GT(static_cast<double>(accepted), 0.9 * static_cast<double>(drafted));
 }
 
 TEST(SpeculativeSampling, GreedyGivenADraftIsTheArgmax) {
