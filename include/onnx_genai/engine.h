@@ -47,6 +47,11 @@ struct EngineOptions {
   int64_t max_num_batched_tokens = 256;  // tokens per step
   int64_t max_num_seqs = 64;             // requests per step
   bool prefix_caching = true;
+  // Speculating requests draft only while fewer than this many requests are running (0: always;
+  // paged KV):
+  // a full batch keeps the hardware busy, and rejected drafts then cost others their step time
+  // (vLLM's speculative_disable_by_batch_size).
+  int64_t speculative_disable_by_batch_size = 0;
 };
 
 // Per request: what GeneratorParams holds for one sequence.

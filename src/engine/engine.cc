@@ -304,6 +304,8 @@ int64_t Engine::Impl::tokens_left(const Request& r) const {
 // Requests that speculate and are decoding (one token to feed) get a draft appended to their
 // tokens; the scheduler feeds it with that token, or drops it when the step has no room.
 Status Engine::Impl::draft_for_running() {
+  const int64_t most = options.speculative_disable_by_batch_size;
+  if (most > 0 && static_cast<int64_t>(scheduler->running()) >= most) return Status::ok();
   for (auto& [id, r] : requests) {
     if (!r->proposer || r->finished() || r->pending() != 1 || r->computed == 0) continue;
     const int64_t count = std::min<int64_t>(r->draft_length->next(), tokens_left(*r) - 1);

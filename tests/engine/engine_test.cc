@@ -212,6 +212,25 @@ TEST_F(EngineTest, SpeculativeRequestsKeepTheirTokensBesidePlainOnes) {
   }
 }
 
+TEST_F(EngineTest, SpeculationPausesWhileTheBatchIsFull) {
+  const std::unique_ptr<Engine> alone = alone_engine();
+  ASSERT_TRUE(alone);
+  const auto ids = encode_all(alone->model());
+  const std::vector<std::vector<int32_t>> want = each_alone(*alone, ids, 24);
+  std::vector<RequestParams> params(ids.size(), greedy(24));
+  for (RequestParams& p : params) p.speculative.method = SpeculativeMethod::kNgram;
+  for (const int64_t most : {int64_t{1}, static_cast<int64_t>(ids.size()) + 1}) {
+    EngineOptions o = options();
+    o.speculative_disable_by_batch_size = most;
+    auto engine = Engine::load(kModel, o);
+    ASSERT_TRUE(engine.is_ok()) << engine.status().message();
+    const auto got = run_all(**engine, ids, greedy(24), {0, 0, 1, 2, 2, 5, 9, 9}, &params);
+    for (size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(got[i].tokens, want[i]) << "prompt " << i << ", most " << most;
+    // One running request is already a full batch of one: nothing is drafted; above the batch, drafts.
+    EXPECT_EQ((*engine)->stats().drafted_tokens > 0, most > 1) << "most " << most;
+  }
+}
+
 TEST_F(EngineTest, SampledDraftsRepeatForASeedAloneAndBatched) {
   // The model as its own draft, sampling as each request samples: the drafts are nearly all
   // accepted, and a seed gives a request the same tokens alone and beside others.

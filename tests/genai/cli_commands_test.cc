@@ -263,6 +263,14 @@ TEST_F(CliCommands, BenchServeReportsEveryRequest) {
   EXPECT_EQ(s["requests"], 4);
   EXPECT_GT(s["drafted_tokens"].get<int64_t>(), 0);
   EXPECT_LE(s["accepted_tokens"].get<int64_t>(), s["drafted_tokens"].get<int64_t>());
+  // A batch of one running request already stops the drafting.
+  const CommandResult paused = cli("bench-serve " + shell_quote(dir_.string()) +
+                                   " --num-requests 4 --concurrency 2 --prompt-len 12 --gen-len 24 --threads 1"
+                                   " --speculative ngram --speculative-disable-by-batch-size 1 --json");
+  ASSERT_EQ(paused.exit_code, 0) << paused.err;
+  const nlohmann::json q = nlohmann::json::parse(paused.out, nullptr, false);
+  ASSERT_TRUE(q.is_object()) << paused.out;
+  EXPECT_EQ(q["drafted_tokens"], 0);
 }
 
 TEST_F(CliCommands, RunAnswersOverAPipe) {
