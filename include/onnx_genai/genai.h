@@ -112,7 +112,8 @@ struct BeamSearchParams {
 // with probability min(1, p / q) (p the processed distribution, q the draft's: q puts all its mass
 // on a prompt-lookup token) and otherwise draws from max(0, p - q) renormalised, so the tokens
 // follow the same distribution (not the same draws for a seed).
-// One prompt, no beams, no constraint; the model must return logits for several positions.
+// One prompt, no beams; a constraint masks every verified position. The model must return logits
+// for several positions.
 class Model;
 
 enum class SpeculativeMethod {

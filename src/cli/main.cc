@@ -103,7 +103,7 @@ constexpr const char* kUsage =
     "         (stream: server-sent events), /tokenize, /detokenize; GET /v1/models, /health, /metrics (Prometheus)\n"
     "         and / (a chat page). --port 0 picks a free port; --api-key requires 'Authorization: Bearer KEY' on\n"
     "         /v1/*; --max-queued-requests (default 1024) bounds requests in flight (more get 503 + Retry-After);\n"
-    "         --speculative: every request without a response_format or forced tool call speculates (see generate),\n"
+    "         --speculative: every request speculates (see generate; under a response_format or forced tool call too),\n"
     "         not while --speculative-disable-by-batch-size N or more requests run (default 0: always);\n"
     "         --max-body-bytes (default 16 MiB) bounds bodies (413); SIGTERM/SIGINT stops accepting and drains\n"
     "         running requests for at most --drain-timeout seconds (default 30), then exits 0\n"

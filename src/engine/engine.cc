@@ -181,7 +181,6 @@ Result<std::unique_ptr<Request>> Engine::Impl::make_request(std::vector<int32_t>
                       make_generation_chain(params.sampling, min_new_tokens, parts->info.eos_token_ids));
   if (params.speculative.method != SpeculativeMethod::kNone) {
     OG_RETURN_IF_ERROR(check_speculative_params(params.speculative, parts->info).with_context("request"));
-    if (params.constraint) return OG_ERROR("request: speculative decoding does not take a constraint");
     const SpeculativeParams& s = params.speculative;
     if (s.method == SpeculativeMethod::kDraftModel && ModelAccess::parts(*s.draft_model).io.paged) {
       return OG_ERROR("request: the draft model was loaded with a paged KV cache (an Engine's model); a draft decodes "

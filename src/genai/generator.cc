@@ -55,8 +55,8 @@ Status check_params(const GeneratorParams& p, const ModelParts& model) {
   OG_RETURN_IF_ERROR(check_beam_params(p));
   if (p.speculative.method != SpeculativeMethod::kNone) {
     OG_RETURN_IF_ERROR(check_speculative_params(p.speculative, model.info));
-    if (p.prompts.size() != 1 || p.beam.num_beams > 1 || p.constraint) {
-      return OG_ERROR("generator: speculative decoding takes one prompt, without beam search or a constraint");
+    if (p.prompts.size() != 1 || p.beam.num_beams > 1) {
+      return OG_ERROR("generator: speculative decoding takes one prompt, without beam search");
     }
   }
   if (p.beam.num_beams > 1 && p.beam.early_stopping == EarlyStopping::kNever && p.beam.length_penalty > 0 &&

@@ -70,7 +70,7 @@ int64_t ServingLoop::in_flight() const {
 Result<uint64_t> ServingLoop::submit(std::vector<int32_t> prompt, const genai::RequestParams& params,
                                      const std::shared_ptr<Mailbox>& mailbox) {
   genai::RequestParams speculating;
-  const bool speculates = speculative_.method != genai::SpeculativeMethod::kNone && !params.constraint;
+  const bool speculates = speculative_.method != genai::SpeculativeMethod::kNone;
   if (speculates) {
     speculating = params;
     speculating.speculative = speculative_;

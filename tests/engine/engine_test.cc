@@ -305,6 +305,10 @@ TEST_F(EngineTest, ConstrainedRequestsMatchTheGenerator) {
   }
   const auto got = run_all(**engine, ids, {}, {0, 0, 1, 0, 2, 3, 3, 4}, &params);
   for (size_t i = 0; i < specs.size(); ++i) EXPECT_EQ(got[i].tokens, want[i]) << "constraint " << i;
+  // Speculating under the constraint: drafts the grammar refuses are rejected, the tokens stay.
+  for (size_t i = 0; i < specs.size(); ++i) params[i].speculative.method = SpeculativeMethod::kNgram;
+  const auto speculated = run_all(**engine, ids, {}, {0, 0, 1, 0, 2, 3, 3, 4}, &params);
+  for (size_t i = 0; i < specs.size(); ++i) EXPECT_EQ(speculated[i].tokens, want[i]) << "speculating, constraint " << i;
 }
 
 TEST_F(EngineTest, AbortFreesBlocksAndReportsTheRequest) {
@@ -354,9 +358,6 @@ TEST_F(EngineTest, BadRequestsAreRefusedWithTheReason) {
   speculative.speculative.method = SpeculativeMethod::kNgram;
   speculative.speculative.draft_tokens = 16;
   EXPECT_TRUE(contains((*engine)->add_request({1, 2}, speculative).status(), "draft_tokens must be in [1, 15]"));
-  speculative.speculative.draft_tokens = 4;
-  speculative.constraint = ConstraintSpec{ConstraintKind::kJsonObject, ""};
-  EXPECT_TRUE(contains((*engine)->add_request({1, 2}, speculative).status(), "does not take a constraint"));
   EngineOptions zero = options();
   zero.max_num_seqs = 0;
   EXPECT_TRUE(contains(Engine::load(kModel, zero).status(), "max_num_seqs"));

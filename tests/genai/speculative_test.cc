@@ -146,6 +146,24 @@ TEST_F(SpeculativeGreedy, ADraftModelGivesThePlainTokens) {
   EXPECT_GT(accepted, 0);
 }
 
+TEST_F(SpeculativeGreedy, UnderAConstraintTheTokensStay) {
+  // The grammar masks every verified position, so a draft it refuses is rejected there.
+  genai::GeneratorParams params = model_->default_params();
+  params.sampling.greedy = true;
+  params.max_new_tokens = 48;
+  params.constraint = ConstraintSpec{ConstraintKind::kJsonSchema,
+                                     R"({"type":"object","properties":{"name":{"type":"string"},"tags":{"type":"array",)"
+                                     R"("items":{"type":"string"}}},"required":["name","tags"]})"};
+  genai::SpeculativeParams draft;
+  draft.method = SpeculativeMethod::kDraftModel;
+  draft.draft_model = model_;
+  draft.draft_tokens = 4;
+  int64_t accepted = 0;
+  expect_same_as_plain(params, ngram(4), validation_prompts(4, 20), &accepted);
+  expect_same_as_plain(params, draft, validation_prompts(4, 20), &accepted);
+  EXPECT_GT(accepted, 0);
+}
+
 TEST_F(SpeculativeGreedy, LimitsAndStopStringsEndWhereThePlainRunEnds) {
   genai::GeneratorParams params = model_->default_params();
   params.sampling.greedy = true;

@@ -1,7 +1,7 @@
 // `onnx-genai serve --speculative`: prompt lookup and a draft model (the default model drafting
 // for itself) inside the serving engine's batches give every greedy request the text a server
-// without speculation gives it, streamed or whole, beside requests that cannot speculate
-// (response_format); bad speculative options stop the server with one line.
+// without speculation gives it, streamed or whole, also under a response_format (drafts the
+// grammar refuses are rejected); bad speculative options stop the server with one line.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -49,15 +49,19 @@ test('speculating servers give the plain server greedy text, whole and streamed'
   assert.equal((await metrics(servers.plain.url))['onnx_genai:spec_decode_num_draft_tokens_total'], 0);
 });
 
-test('a request with response_format runs beside speculating ones', async () => {
-  const client = servers.ngram.client();
-  const [json, ...plain] = await Promise.all([
-    client.chat.completions.create({ model: 'debian-prose-11m', messages: [{ role: 'user', content: 'A dog as JSON.' }],
-                                     max_tokens: 32, temperature: 0, response_format: { type: 'json_object' } }),
-    ...prompts.slice(0, 3).map((content) => client.chat.completions.create(
-      { model: 'debian-prose-11m', messages: [{ role: 'user', content }], max_tokens: 24, temperature: 0 }))]);
-  assert.match(json.choices[0].message.content, /^\s*\{/);
-  for (const r of plain) assert.equal(typeof r.choices[0].message.content, 'string');
+test('a request with response_format speculates too and gives the plain server its JSON', async () => {
+  const json = (server) => server.client().chat.completions.create({
+    model: 'debian-prose-11m', messages: [{ role: 'user', content: 'A dog as JSON.' }], max_tokens: 48, temperature: 0,
+    frequency_penalty: 0, response_format: { type: 'json_object' } });
+  const want = (await json(servers.plain)).choices[0].message.content;
+  assert.match(want, /^\s*\{/);
+  for (const name of ['ngram', 'draft']) {
+    const [got, ...others] = await Promise.all([json(servers[name]), ...prompts.slice(0, 3).map((content) =>
+      servers[name].client().chat.completions.create(
+        { model: 'debian-prose-11m', messages: [{ role: 'user', content }], max_tokens: 24, temperature: 0 }))]);
+    assert.equal(got.choices[0].message.content, want, name);
+    for (const r of others) assert.equal(typeof r.choices[0].message.content, 'string');
+  }
 });
 
 test('bad speculative options stop the server with one line', () => {
