@@ -9,14 +9,18 @@
 //   matcher.accept_token(sampled);                      // advance; fails on a masked-out token
 //
 // A token is allowed iff its bytes keep the text a prefix of some sentence of the language;
-// special tokens never are, stop tokens (EOS) only when the text is a whole sentence.
+// special tokens never are, stop tokens (EOS) only when the text is a whole sentence. A Lark
+// grammar may name tokens (<|im_end|>, <[151645]>): those are allowed by id where the grammar
+// takes them, and never by their bytes.
 // Constraints the engine cannot enforce exactly (an unsupported JSON Schema keyword, a regex
 // lookahead) fail to compile, naming the keyword and where it is; nothing is silently loosened.
 // The engine and its limits: docs/constraints.md.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -59,10 +63,14 @@ class ConstraintVocabulary {
   const std::string& token_bytes(int32_t id) const;
   size_t trie_nodes() const;
   const constraints::TokenTrie& trie() const { return *trie_; }
+  // The token whose text is exactly `text`, for texts of the form <...> (<|im_end|>, <tool_call>):
+  // what a grammar's token references name.
+  std::optional<int32_t> token_named(std::string_view text) const;
 
  private:
   ConstraintVocabulary() = default;
   std::unique_ptr<constraints::TokenTrie> trie_;
+  std::map<std::string, int32_t, std::less<>> angle_tokens_;
 };
 
 // A constraint compiled against a vocabulary. Shared by every sequence using it, across

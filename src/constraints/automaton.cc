@@ -58,7 +58,7 @@ Status Automaton::close(int32_t position, int32_t below, int32_t guard, std::vec
       OG_ASSIGN_OR_RETURN(const int32_t first, lexer().start_at(grammar_->lexeme_starts[static_cast<size_t>(c - Grammar::kLexemeBase)]));
       OG_ASSIGN_OR_RETURN(const int32_t id, node(pos, stack));
       if (first != kDead) out.push_back(pack(id, first, guard));
-    } else if (c >= 0) {
+    } else if (c >= 0) {  // a byte class or a token
       OG_ASSIGN_OR_RETURN(const int32_t id, node(pos, stack));
       out.push_back(pack(id, -1, guard));
     } else {
@@ -286,13 +286,48 @@ Result<int32_t> Automaton::compute_next(int32_t state, uint8_t byte) {
     }
     const Node n = nodes_[static_cast<size_t>(c.node)];
     const int32_t cls = grammar_->code[static_cast<size_t>(n.position)];
-    if (!grammar_->classes[static_cast<size_t>(cls)].test(byte)) continue;
+    if (Grammar::is_token(cls) || !grammar_->classes[static_cast<size_t>(cls)].test(byte)) continue;
     OG_RETURN_IF_ERROR(close(n.position + 1, n.below, guard, configs, accepting));
   }
   OG_ASSIGN_OR_RETURN(const int32_t next, intern(std::move(configs), accepting));
   Row& row = *transitions_[static_cast<size_t>(state)];
   for (const uint8_t same : grammar_->kind_bytes[grammar_->byte_kind[byte]]) row[same] = next;
   return next;
+}
+
+Result<int32_t> Automaton::next_token(int32_t state, int32_t id) {
+  if (state == kDead) return kDead;
+  const uint64_t key = static_cast<uint64_t>(state) << 32 | static_cast<uint32_t>(id);
+  if (auto it = token_transitions_.find(key); it != token_transitions_.end()) return it->second;
+  std::vector<uint64_t> configs;
+  bool accepting = false;
+  const std::vector<uint64_t> from = states_[static_cast<size_t>(state)].configs;  // intern() grows states_
+  seen_.clear();
+  seen_guard_ = 0;
+  for (const uint64_t packed : from) {
+    const Config c = unpack(packed);
+    if (c.lex >= 0) continue;  // a token is no part of a lexeme's text
+    const Node n = nodes_[static_cast<size_t>(c.node)];
+    const int32_t code = grammar_->code[static_cast<size_t>(n.position)];
+    if (!Grammar::is_token(code) || grammar_->tokens[static_cast<size_t>(code - Grammar::kTokenBase)].id != id) continue;
+    // No byte follows a lexeme that the token ends, so its longest match is settled: no guard.
+    OG_RETURN_IF_ERROR(close(n.position + 1, n.below, 0, configs, accepting));
+  }
+  OG_ASSIGN_OR_RETURN(const int32_t next, intern(std::move(configs), accepting));
+  token_transitions_.emplace(key, next);
+  return next;
+}
+
+std::vector<int32_t> Automaton::tokens_at(int32_t state) const {
+  std::vector<int32_t> ids;
+  if (state == kDead || grammar_->tokens.empty()) return ids;
+  for (const uint64_t packed : states_[static_cast<size_t>(state)].configs) {
+    const Config c = unpack(packed);
+    if (c.lex >= 0) continue;
+    const int32_t code = grammar_->code[static_cast<size_t>(nodes_[static_cast<size_t>(c.node)].position)];
+    if (Grammar::is_token(code)) ids.push_back(grammar_->tokens[static_cast<size_t>(code - Grammar::kTokenBase)].id);
+  }
+  return ids;
 }
 
 }  // namespace onnx_genai::constraints

@@ -16,6 +16,10 @@
 // (the text that follows must not extend the match, so the split is the longest match). A
 // configuration is thus (stack, lexeme state, guard), packed into 64 bits.
 //
+// Tokens the grammar names (Grammar::tokens, bound to ids) are symbols beside the 256 bytes:
+// next_token() steps by one, kept in a map rather than in the byte rows, so grammars without
+// them pay nothing on the byte path.
+//
 // Not thread-safe: the owner (CompiledConstraint, include/onnx_genai/constraints.h) serializes access.
 #pragma once
 
@@ -51,6 +55,11 @@ class Automaton {
     if (cached != kUnknown) return cached;
     return compute_next(state, byte);
   }
+  // The state after token `id` (a token the grammar names, bound), or kDead.
+  Result<int32_t> next_token(int32_t state, int32_t id);
+  // The ids of the grammar's tokens that may come next (repeats possible).
+  std::vector<int32_t> tokens_at(int32_t state) const;
+  const Grammar& grammar() const { return *grammar_; }
   using Row = std::array<int32_t, 256>;
   // A state's successors by byte, kUnknown where not computed yet (the mask walk reads these
   // directly). Rows stay where they are while states are added.
@@ -73,7 +82,7 @@ class Automaton {
   static constexpr size_t kMinRunBytes = 32;
   // Whether the text so far is a whole sentence.
   bool accepting(int32_t state) const { return state != kDead && states_[static_cast<size_t>(state)].accepting; }
-  // Whether some byte continues the text (a state may accept and still be extensible).
+  // Whether some byte or token continues the text (a state may accept and still be extensible).
   bool extensible(int32_t state) const { return state != kDead && !states_[static_cast<size_t>(state)].configs.empty(); }
   size_t state_count() const { return states_.size(); }
 
@@ -146,6 +155,7 @@ class Automaton {
   std::unordered_map<std::vector<int32_t>, int32_t, VectorHash> guard_ids_{{{}, 0}};
   std::vector<std::array<int32_t, 256>> guard_rows_;
   std::unordered_map<int32_t, std::unique_ptr<StringRun>> string_runs_;  // null: not a string's inside
+  std::unordered_map<uint64_t, int32_t> token_transitions_;                // (state << 32 | id) -> state
 };
 
 }  // namespace onnx_genai::constraints

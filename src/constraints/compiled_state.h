@@ -24,7 +24,8 @@ struct CompiledState {
 };
 
 // The tokens whose bytes the automaton accepts from `state` (stop tokens not included), by one
-// preorder pass over the trie that skips every subtree whose first byte is refused.
+// preorder pass over the trie that skips every subtree whose first byte is refused; the tokens
+// the grammar names by whether the state takes them, not by their bytes.
 Status walk_token_trie(Automaton& automaton, const TokenTrie& trie, int32_t state, std::vector<uint64_t>& mask);
 
 }  // namespace onnx_genai::constraints

@@ -5,9 +5,10 @@
 namespace onnx_genai::constraints {
 namespace {
 
-// Rules with an alternative whose every symbol is a byte class or lexeme (when `bytes_count`)
-// or such a rule, by fixpoint: without bytes, the rules that can match the empty string; with
-// them, the rules that can match anything at all. A lexeme never matches the empty string.
+// Rules with an alternative whose every symbol is a byte class, token or lexeme (when
+// `bytes_count`) or such a rule, by fixpoint: without bytes, the rules that can match the empty
+// string; with them, the rules that can match anything at all. A lexeme never matches the empty
+// string.
 std::vector<bool> rules_deriving(const std::vector<std::vector<std::vector<Symbol>>>& rules, bool bytes_count) {
   std::vector<bool> derives(rules.size(), false);
   for (bool changed = true; changed;) {
@@ -16,7 +17,7 @@ std::vector<bool> rules_deriving(const std::vector<std::vector<std::vector<Symbo
       if (derives[r]) continue;
       for (const auto& alt : rules[r]) {
         const bool all = std::all_of(alt.begin(), alt.end(), [&](const Symbol& s) {
-          if (s.is_bytes()) return bytes_count;
+          if (s.is_terminal()) return bytes_count;
           if (s.kind == Symbol::Kind::kLexeme && !bytes_count) return false;
           return static_cast<bool>(derives[static_cast<size_t>(s.id)]);
         });
@@ -153,6 +154,15 @@ void GrammarBuilder::append_literal(std::vector<Symbol>& out, std::string_view t
   for (const char c : text) out.push_back(byte(c));
 }
 
+Symbol GrammarBuilder::token(GrammarToken token) {
+  auto it = std::find_if(tokens_.begin(), tokens_.end(), [&](const GrammarToken& t) { return t.text == token.text; });
+  if (it == tokens_.end()) {
+    tokens_.push_back(std::move(token));
+    it = tokens_.end() - 1;
+  }
+  return Symbol{Symbol::Kind::kToken, static_cast<int32_t>(it - tokens_.begin())};
+}
+
 int32_t GrammarBuilder::literal(std::string_view text) {
   const int32_t rule = new_rule("literal");
   std::vector<Symbol> sequence;
@@ -208,6 +218,8 @@ int32_t GrammarBuilder::embed(const Grammar& other) {
           sequence.push_back(ref(base + Grammar::rule_of(code)));
         } else if (Grammar::is_lexeme(code)) {
           sequence.push_back(lexeme(base + other.lexeme_rules[static_cast<size_t>(code - Grammar::kLexemeBase)]));
+        } else if (Grammar::is_token(code)) {
+          sequence.push_back(token(other.tokens[static_cast<size_t>(code - Grammar::kTokenBase)]));
         } else {
           sequence.push_back(classes[static_cast<size_t>(code)]);
         }
@@ -233,11 +245,12 @@ Result<Grammar> GrammarBuilder::build(int32_t start) const {
   // keeps can still complete: a state that is not dead is a prefix of some sentence.
   const std::vector<bool> productive = rules_deriving(rules_, true);
   const auto is_productive = [&](const std::vector<Symbol>& alt) {
-    return std::all_of(alt.begin(), alt.end(), [&](const Symbol& s) { return s.is_bytes() || productive[static_cast<size_t>(s.id)]; });
+    return std::all_of(alt.begin(), alt.end(), [&](const Symbol& s) { return s.is_terminal() || productive[static_cast<size_t>(s.id)]; });
   };
   const std::vector<bool> empty = nullable_rules(rules_);
   Grammar g;
   g.classes = classes_;
+  g.tokens = tokens_;
   g.rule_names = names_;
   g.code = {-(start + 1), Grammar::kEnd};
   g.alternatives.resize(rules_.size());
@@ -248,7 +261,7 @@ Result<Grammar> GrammarBuilder::build(int32_t start) const {
       g.alternatives[r].push_back(static_cast<int32_t>(g.code.size()));
       for (const Symbol& s : alt) {
         if (s.kind != Symbol::Kind::kLexeme) {
-          g.code.push_back(s.is_bytes() ? s.id : -(s.id + 1));
+          g.code.push_back(s.is_bytes() ? s.id : s.kind == Symbol::Kind::kToken ? Grammar::kTokenBase + s.id : -(s.id + 1));
           continue;
         }
         int32_t& k = lexeme_of[static_cast<size_t>(s.id)];

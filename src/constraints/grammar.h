@@ -16,6 +16,10 @@
 // A lexeme (g.lexeme(rule)) is a rule read as one token with the longest match, as a lexer
 // reads a terminal: its text may end only where no longer match follows (A: /a+/ then "a" never
 // splits "aa"). The rule must be regular and not match the empty string.
+//
+// A token symbol (g.token(...)) is one vocabulary token matched by its id, not by bytes: a
+// special token such as <|im_end|>. The grammar names it; CompiledConstraint binds the name to
+// an id when the grammar meets a vocabulary.
 #pragma once
 
 #include <array>
@@ -31,24 +35,36 @@ namespace onnx_genai::constraints {
 
 using ByteSet = std::bitset<256>;
 
-// One symbol of an alternative: a byte class (index into the grammar's classes), a rule, or a
-// lexeme (a rule matched by longest match; id is the rule).
+// One symbol of an alternative: a byte class (index into the grammar's classes), a rule, a
+// lexeme (a rule matched by longest match; id is the rule), or a token (index into the
+// grammar's tokens).
 struct Symbol {
-  enum class Kind : uint8_t { kBytes, kRule, kLexeme };
+  enum class Kind : uint8_t { kBytes, kRule, kLexeme, kToken };
   Kind kind = Kind::kBytes;
   int32_t id = 0;
   bool is_bytes() const { return kind == Kind::kBytes; }
+  // Matches input by itself (a byte or a token), without a rule behind it.
+  bool is_terminal() const { return kind == Kind::kBytes || kind == Kind::kToken; }
+};
+
+// A vocabulary token the grammar names (Lark's <|im_end|> or <[151645]>).
+struct GrammarToken {
+  std::string text;   // as written, for errors: "<|im_end|>", "<[151645]>"
+  int32_t id = -1;    // the token id; -1 until bound by its text
+  std::string where;  // where it was written, for errors: "lark grammar:3:7"
 };
 
 class Grammar {
  public:
-  // Code entries: a byte class in [0, kLexemeBase), lexeme k as kLexemeBase + k, kEnd the end
-  // of an alternative, else the rule -(code + 1).
+  // Code entries: a byte class in [0, kTokenBase), token k as kTokenBase + k, lexeme k as
+  // kLexemeBase + k, kEnd the end of an alternative, else the rule -(code + 1).
   static constexpr int32_t kEnd = INT32_MIN;
+  static constexpr int32_t kTokenBase = 1 << 29;
   static constexpr int32_t kLexemeBase = 1 << 30;
   static bool is_rule(int32_t code) { return code < 0 && code != kEnd; }
   static int32_t rule_of(int32_t code) { return -(code + 1); }
   static bool is_lexeme(int32_t code) { return code >= kLexemeBase; }
+  static bool is_token(int32_t code) { return code >= kTokenBase && code < kLexemeBase; }
 
   // Position 0 holds a reference to the start rule followed by kEnd: the parser starts there.
   std::vector<int32_t> code;
@@ -59,6 +75,7 @@ class Grammar {
   // parser of the lexeme alone starts).
   std::vector<int32_t> lexeme_rules;
   std::vector<int32_t> lexeme_starts;
+  std::vector<GrammarToken> tokens;
   // Bytes no class tells apart move the parser alike: byte -> its kind, kind -> its bytes. The
   // automaton computes a successor once per kind (a JSON string's inside is a few kinds, not
   // 256 bytes).
@@ -80,6 +97,8 @@ class GrammarBuilder {
   Symbol byte(char c) { return bytes(static_cast<uint8_t>(c), static_cast<uint8_t>(c)); }
   static Symbol ref(int32_t rule) { return Symbol{Symbol::Kind::kRule, rule}; }
   static Symbol lexeme(int32_t rule) { return Symbol{Symbol::Kind::kLexeme, rule}; }
+  // The token `token.text` names (one symbol per distinct text; the first `where` is kept).
+  Symbol token(GrammarToken token);
 
   // Symbols matching `text` byte by byte, appended to `out`.
   void append_literal(std::vector<Symbol>& out, std::string_view text);
@@ -108,6 +127,7 @@ class GrammarBuilder {
   std::vector<std::vector<std::vector<Symbol>>> rules_;
   std::vector<std::string> names_;
   std::vector<ByteSet> classes_;
+  std::vector<GrammarToken> tokens_;
   size_t symbols_ = 0;
 };
 

@@ -167,11 +167,12 @@ class LarkCompiler {
       case Kind::kRegex: return regex(e, in_terminal, std::move(out));
       case Kind::kName: return name(e, owner, in_terminal, std::move(out));
       case Kind::kJson: return json(e, in_terminal, std::move(out));
+      case Kind::kToken: return token(e, owner, in_terminal, std::move(out));
     }
     return lark_error(e.at, "internal: unknown expression");
   }
 
-  // What a lexer would read as one token: strings, regexes, terminals (and %json's value).
+  // What a lexer would read as one token: strings, regexes, terminals, named tokens (and %json's value).
   bool is_lexeme(const LarkExpr& e) const {
     if (e.kind == Kind::kName) {
       auto it = definitions_.find(e.text);
@@ -266,6 +267,17 @@ class LarkCompiler {
     Result<Grammar> schema = compile_json_schema(e.text);
     if (!schema) return lark_error(e.at, "in %json: " + schema.status().message());
     out.push_back(GrammarBuilder::ref(g_.embed(*schema)));
+    return out;
+  }
+
+  // One token by id (bound to the vocabulary when the grammar meets one). A terminal is text,
+  // so it cannot hold a token (llguidance refuses that too).
+  Result<std::vector<Symbol>> token(const LarkExpr& e, const std::string& owner, bool in_terminal, std::vector<Symbol> out) {
+    if (in_terminal) {
+      const std::string inside = owner == "%ignore" ? owner : "terminal " + owner;
+      return lark_error(e.at, "token " + e.text + " inside " + inside + " (tokens may come only in rules)");
+    }
+    out.push_back(g_.token(GrammarToken{e.text, e.token_id, "lark grammar:" + where(e.at)}));
     return out;
   }
 

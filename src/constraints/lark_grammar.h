@@ -8,6 +8,8 @@
 // - %ignore X: X may come before every terminal, string or regex used in a rule (not inside
 //   terminals) and at the end of the text, as Lark's Earley parser allows it.
 // - %json { schema }: the JSON texts the schema accepts (json_schema.h), no whitespace around.
+// - <|im_end|>, <[151645]>: that one token by id (grammar.h's token symbols), in rules only;
+//   %ignore may come before it as before a terminal.
 //
 // - Terminals, regexes and %ignore operands used in rules are lexemes (grammar.h): each takes
 //   the longest match, as Lark's dynamic lexer matches each expected terminal where it starts

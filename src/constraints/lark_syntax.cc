@@ -18,7 +18,7 @@ namespace {
 constexpr int kMaxNesting = 200;
 
 enum class Tok {
-  kEnd, kNewline, kName, kString, kRegex, kJson, kDirective, kNumber,
+  kEnd, kNewline, kName, kString, kRegex, kJson, kDirective, kNumber, kTokenRef,
   kColon, kBar, kLParen, kRParen, kLBracket, kRBracket, kLBrace, kRBrace, kComma,
   kOp,  // ? * +
   kBang, kTilde, kDot, kDotDot, kArrow,
@@ -28,7 +28,7 @@ struct Token {
   Tok kind = Tok::kEnd;
   LarkPosition at;
   std::string text;   // names, directives, numbers, operators; the raw body of strings and regexes
-  std::string flags;  // after a string or regex; "json" or "llguidance" for kJson
+  std::string flags;  // after a string or regex; "json" or "llguidance" for kJson; the id of <[id]>
 };
 
 bool is_name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
@@ -112,7 +112,7 @@ class LarkLexer {
       return Status::ok();
     }
     const char c = s_[i_];
-    if (c == '<') return lark_error(t.at, "special tokens (<...>) are not supported");
+    if (c == '<') return lex_token_ref(t);
     if (c == '&') return lark_error(t.at, "the & (intersection) operator is not supported");
     if (c == '@') return lark_error(t.at, "grammar references (@name) are not supported");
     if (c == '\'') return lark_error(t.at, "single-quoted strings are not Lark syntax (use \"...\")");
@@ -120,6 +120,27 @@ class LarkLexer {
     char hex[8];
     std::snprintf(hex, sizeof hex, "0x%02X", static_cast<unsigned>(static_cast<unsigned char>(c)));
     return lark_error(t.at, std::string("unexpected byte ") + hex);
+  }
+
+  // <name> (the token whose text that is, <|im_end|>) or <[id]>. llguidance's id ranges, lists,
+  // negation and wildcard (<[1-5,9]>, <[^7]>, <[*]>) are refused.
+  Status lex_token_ref(Token& t) {
+    const size_t end = s_.find_first_of(">\n", i_);
+    if (end == std::string_view::npos || s_[end] != '>') return lark_error(t.at, "unterminated token reference <...>");
+    t.kind = Tok::kTokenRef;
+    t.text = std::string(s_.substr(i_, end + 1 - i_));
+    i_ = end + 1;
+    if (t.text == "<>") return lark_error(t.at, "empty token reference <>");
+    if (t.text[1] != '[') return Status::ok();
+    const std::string id = t.text.size() >= 4 && t.text[t.text.size() - 2] == ']' ? t.text.substr(2, t.text.size() - 4) : "";
+    if (!id.empty() && id.size() <= 9 && std::all_of(id.begin(), id.end(), [](char d) { return d >= '0' && d <= '9'; })) {
+      t.flags = id;
+      return Status::ok();
+    }
+    if (id.find_first_of("-,^*") != std::string::npos) {
+      return lark_error(t.at, "token ranges, lists, negation and wildcards (" + t.text + ") are not supported; name one token: <[ID]>");
+    }
+    return lark_error(t.at, "bad token id in " + t.text + " (expected <[ID]>, ID a number)");
   }
 
   // "..." or /.../ with its flags; the body is kept raw (escapes are read by the parser).
@@ -518,6 +539,13 @@ class LarkParser {
         take();
         LarkExpr e = expr(LarkExpr::Kind::kJson, t.at);
         e.text = t.text;
+        return e;
+      }
+      case Tok::kTokenRef: {
+        take();
+        LarkExpr e = expr(LarkExpr::Kind::kToken, t.at);
+        e.text = t.text;
+        if (!t.flags.empty()) e.token_id = std::stoi(t.flags);
         return e;
       }
       case Tok::kTilde: return lark_error(t.at, "the ~ (negation) operator is not supported");

@@ -5,12 +5,13 @@
 //   expr: expr "+" term | term        alternatives; a newline then '|' continues them
 //   NUMBER: /[0-9]+/ ("." /[0-9]+/)?  terminals are uppercase and regular
 //   %ignore " "                       // and # comments
+//   call: <tool_call> body </tool_call>  one token by its text <...>, or by id: <[151657]>
 //
 // %import common.NAME [-> ALIAS] and %import common (A, B) bring in the terminals of Lark's
 // common library (lark_common.cc). Constructs that would change the language unnoticed if
 // skipped are refused here with their line:column: other imports, %declare, %override, %extend, priorities (name.2), templates
-// (name{x}), rule options (name[lazy]), special tokens (<|eot|>), & and ~ in terminals,
-// %regex, @grammar references and %llguidance options.
+// (name{x}), rule options (name[lazy]), token ranges, lists and negation (<[1-5,^7]>, <[*]>),
+// & and ~ in terminals, %regex, @grammar references and %llguidance options.
 #pragma once
 
 #include <cstdint>
@@ -40,6 +41,7 @@ struct LarkExpr {
     kName,      // text: a rule or terminal name
     kRepeat,    // children[0] repeated min..max times (max < 0: unbounded)
     kJson,      // text: a JSON Schema (%json { ... })
+    kToken,     // text: as written (<|im_end|>, <[151645]>); token_id: the id of <[id]>, else -1
   };
   Kind kind = Kind::kSequence;
   LarkPosition at;
@@ -50,6 +52,7 @@ struct LarkExpr {
   bool ignore_case = false;
   int64_t min = 1;
   int64_t max = 1;
+  int32_t token_id = -1;
 };
 
 struct LarkDefinition {

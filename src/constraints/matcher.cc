@@ -13,6 +13,7 @@ namespace onnx_genai {
 using constraints::Automaton;
 using constraints::ByteSet;
 using constraints::CompiledState;
+using constraints::GrammarToken;
 using constraints::TokenTrie;
 
 namespace constraints {
@@ -73,7 +74,17 @@ Status walk_token_trie(Automaton& automaton, const TokenTrie& trie, int32_t stat
   OG_ASSIGN_OR_RETURN(const Automaton::StringRun* run, automaton.string_run(state, static_cast<int32_t>(trie.max_depth())));
   const TokenTrie::InsideView inside = run == nullptr ? TokenTrie::InsideView{} : trie.inside(ascii(run->stays), run->unicode, run->chars);
   if (inside.mask != nullptr) mask = *inside.mask;
-  return walk(automaton, trie, state, inside.whole, mask);
+  OG_RETURN_IF_ERROR(walk(automaton, trie, state, inside.whole, mask));
+  // The tokens the grammar names are allowed by id where it takes them, never by their bytes (an
+  // added token such as Qwen's <tool_call> has bytes).
+  const auto set = [&](int32_t id, bool on) {
+    const uint64_t bit = uint64_t{1} << (id & 63);
+    uint64_t& word = mask[static_cast<size_t>(id) >> 6];
+    word = on ? word | bit : word & ~bit;
+  };
+  for (const GrammarToken& t : automaton.grammar().tokens) set(t.id, false);
+  for (const int32_t id : automaton.tokens_at(state)) set(id, true);
+  return Status::ok();
 }
 
 }  // namespace constraints
@@ -92,6 +103,20 @@ std::vector<std::bitset<128>> common_string_bytes() {
   return {json, line};
 }
 
+// Gives each token the grammar names its id: here the grammar first meets a vocabulary.
+Status bind_tokens(constraints::Grammar& grammar, const ConstraintVocabulary& vocabulary) {
+  for (GrammarToken& t : grammar.tokens) {
+    if (t.id < 0) {
+      const std::optional<int32_t> id = vocabulary.token_named(t.text);
+      if (!id) return OG_ERROR(t.where, ": token ", t.text, " is not in the vocabulary");
+      t.id = *id;
+    } else if (t.id >= vocabulary.vocab_size()) {
+      return OG_ERROR(t.where, ": token ", t.text, " is outside the vocabulary (", vocabulary.vocab_size(), " tokens)");
+    }
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Result<std::shared_ptr<const ConstraintVocabulary>> ConstraintVocabulary::create(const Tokenizer& tokenizer,
@@ -100,6 +125,10 @@ Result<std::shared_ptr<const ConstraintVocabulary>> ConstraintVocabulary::create
   OG_ASSIGN_OR_RETURN(TokenTrie trie, TokenTrie::build(tokenizer, vocab_size, std::move(stop_ids)));
   std::shared_ptr<ConstraintVocabulary> vocabulary(new ConstraintVocabulary());
   vocabulary->trie_ = std::make_unique<TokenTrie>(std::move(trie));
+  for (int32_t id = 0; id < std::min(vocab_size, tokenizer.vocab_size()); ++id) {
+    const std::string_view text = tokenizer.id_to_token(id);
+    if (text.size() > 2 && text.front() == '<' && text.back() == '>') vocabulary->angle_tokens_.emplace(text, id);
+  }
   for (const std::bitset<128>& bytes : common_string_bytes()) (void)vocabulary->trie_->inside(bytes, true, -1);
   return std::shared_ptr<const ConstraintVocabulary>(std::move(vocabulary));
 }
@@ -108,6 +137,10 @@ ConstraintVocabulary::~ConstraintVocabulary() = default;
 int32_t ConstraintVocabulary::vocab_size() const { return trie_->vocab_size(); }
 const std::string& ConstraintVocabulary::token_bytes(int32_t id) const { return trie_->bytes(id); }
 size_t ConstraintVocabulary::trie_nodes() const { return trie_->nodes().size(); }
+std::optional<int32_t> ConstraintVocabulary::token_named(std::string_view text) const {
+  const auto it = angle_tokens_.find(text);
+  return it == angle_tokens_.end() ? std::nullopt : std::optional<int32_t>(it->second);
+}
 
 Result<std::shared_ptr<CompiledConstraint>> CompiledConstraint::compile(
     const ConstraintSpec& spec, std::shared_ptr<const ConstraintVocabulary> vocabulary) {
@@ -128,6 +161,7 @@ Result<std::shared_ptr<CompiledConstraint>> CompiledConstraint::compile(
       break;
   }
   if (!grammar) return grammar.status();
+  OG_RETURN_IF_ERROR(bind_tokens(*grammar, *vocabulary));
   std::shared_ptr<CompiledConstraint> compiled(new CompiledConstraint());
   compiled->vocabulary_ = std::move(vocabulary);
   compiled->state_ = std::make_unique<CompiledState>(std::make_shared<const constraints::Grammar>(std::move(grammar).value()));
@@ -176,13 +210,25 @@ Status ConstraintMatcher::accept_token(int32_t id) {
   const TokenTrie& trie = compiled_->vocabulary().trie();
   if (id < 0 || id >= trie.vocab_size()) return OG_ERROR("constraint: token ", id, " is outside the vocabulary");
   const Step now = history_.back();
+  const std::vector<GrammarToken>& named = compiled_->state().automaton.grammar().tokens;  // fixed at compile
+  const bool grammar_token = std::any_of(named.begin(), named.end(), [&](const GrammarToken& t) { return t.id == id; });
+  if (grammar_token && !now.terminated) {
+    CompiledState& shared = compiled_->state();
+    std::lock_guard lock(shared.mutex);
+    OG_ASSIGN_OR_RETURN(const int32_t next, shared.automaton.next_token(now.state, id));
+    if (next != Automaton::kDead) {
+      history_.push_back(Step{next, false});
+      return Status::ok();
+    }
+    if (!trie.is_stop(id)) return OG_ERROR("constraint: token ", id, " is not allowed here (the grammar names it)");
+  }
   if (trie.is_stop(id)) {
     if (!now.terminated && !is_complete()) return OG_ERROR("constraint: stop token ", id, " before the output is complete");
     history_.push_back(Step{now.state, true});
     return Status::ok();
   }
   if (now.terminated) return OG_ERROR("constraint: token ", id, " after a stop token");
-  if (trie.bytes(id).empty()) return OG_ERROR("constraint: special token ", id, " is never allowed");
+  if (trie.bytes(id).empty()) return OG_ERROR("constraint: special token ", id, " is allowed only where a grammar names it");
   return accept_bytes(trie.bytes(id)).with_context("constraint: token " + std::to_string(id));
 }
 

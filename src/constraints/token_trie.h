@@ -2,8 +2,8 @@
 //
 // Every token's bytes come from the tokenizer (Tokenizer::token_bytes: byte-level BPE and
 // SentencePiece byte-fallback tokens as raw bytes). Special tokens and tokens without bytes are
-// left out: a grammar never allows them; stop tokens are allowed only by the matcher, and only
-// when the text is complete. The trie is stored in preorder, each node knowing where its subtree
+// left out: no text spells them (a grammar may name one, which the mask then allows by id); stop
+// tokens are allowed only by the matcher, and only when the text is complete. The trie is stored in preorder, each node knowing where its subtree
 // ends, so a mask is one forward pass that skips a whole subtree when its first byte is refused
 // (the layout llguidance's token trie uses).
 //

@@ -87,6 +87,9 @@ TEST_F(CApiGuidanceTest, BadGuidanceFailsAtTheCallWithTheReason) {
             std::string::npos);
   EXPECT_NE(message(OgaGeneratorParamsSetGuidance(p.get(), "regex", "a(?=b)", false)).find("lookaround"),
             std::string::npos);
+  // A token the grammar names is looked up in the model's vocabulary at the call.
+  EXPECT_EQ(message(OgaGeneratorParamsSetGuidance(p.get(), "lark_grammar", "start: \"a\" <|im_end|>", false)),
+            "OgaGeneratorParamsSetGuidance: lark grammar:1:12: token <|im_end|> is not in the vocabulary");
   EXPECT_EQ(message(OgaGeneratorParamsSetGuidance(nullptr, "regex", "a", false)),
             "OgaGeneratorParamsSetGuidance: params is NULL");
   // A failed call leaves the params as they were: unconstrained.

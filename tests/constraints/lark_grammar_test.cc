@@ -259,7 +259,7 @@ TEST(LarkGrammar, RefusalsNameTheConstructAndWhere) {
       {"start: a\na.2: \"x\"\n", "lark grammar:2:2: priorities (a.N) are not supported"},
       {"start: _sep{\"a\", \",\"}\n", "lark grammar:1:12: templates (_sep{...}) are not supported"},
       {"start: x\n_sep{x, sep}: x (sep x)*\n", "lark grammar:2:5: templates (_sep{...}) are not supported"},
-      {"start: \"a\" <|eot|>\n", "lark grammar:1:12: special tokens (<...>) are not supported"},
+      {"start: \"a\" <|eot|>\n", "lark grammar:1:12: token <|eot|> is not in the vocabulary"},
       {"start: a\n", "lark grammar:1:8: \"a\" is not defined"},
       {"start: A\nA: \"x\" A?\n", "lark grammar:2:8: terminal A refers to itself (terminals are regular; use a rule)"},
       {"start: A\nA: a\na: \"x\"\n", "lark grammar:2:4: rule \"a\" inside terminal A (terminals are regular)"},

@@ -2,7 +2,8 @@
 // one regex, seeded sampling that would otherwise draw in the graph. On a stand-in device
 // (tests/runtime/stand_in_device.h) the constrained rows take their logits to the host and give
 // the CPU session's tokens; every row's text matches the regex in full (std::regex) and ends in
-// eos; a rewind in the middle rolls each row's matcher back and the continuation still matches.
+// eos; a rewind in the middle rolls each row's matcher back and the continuation still matches. A
+// Lark grammar that names the eos token (<|endoftext|>) ends each row with it.
 #include <gtest/gtest.h>
 
 #include <regex>
@@ -35,12 +36,13 @@ struct Run {
 };
 
 // Runs to the end; with `rewind_after` > 0, rewinds every row by 3 tokens after that many steps first.
-Result<Run> generate(const genai::Model& model, int rewind_after) {
+Result<Run> generate(const genai::Model& model, int rewind_after,
+                     const ConstraintSpec& constraint = {ConstraintKind::kRegex, kPattern}) {
   genai::GeneratorParams params;
   params.sampling.temperature = 1.0f;
   params.sampling.seed = 5;
-  params.max_new_tokens = 40;
-  params.constraint = ConstraintSpec{ConstraintKind::kRegex, kPattern};
+  params.max_new_tokens = 64;
+  params.constraint = constraint;
   for (const char* prompt : {"The animal:", "And God said unto the", "Weight"}) {
     OG_ASSIGN_OR_RETURN(std::vector<int32_t> ids, model.encode(prompt));
     params.prompts.push_back(std::move(ids));
@@ -93,6 +95,20 @@ TEST(ConstraintGeneration, RewindRollsTheMatchersBack) {
   auto run = generate(**model, 5);
   ASSERT_TRUE(run.is_ok()) << run.status().message();
   for (const std::string& text : run->texts) EXPECT_TRUE(std::regex_match(text, std::regex(kPattern))) << text;
+}
+
+TEST(ConstraintGeneration, AGrammarThatNamesTheEosTokenEndsWithIt) {
+  // <|endoftext|> is this model's only special token, and its eos: the text is never complete
+  // before it, so only the grammar's token (not the stop-when-complete rule) lets a row end.
+  auto model = load(Device::cpu());
+  ASSERT_TRUE(model.is_ok()) << model.status().message();
+  const std::string words = "[a-z]{1,8}( [a-z]{1,8}){2,5}";
+  auto run = generate(**model, 0, {ConstraintKind::kLarkGrammar, "start: WORDS <|endoftext|>\nWORDS: /" + words + "/\n"});
+  ASSERT_TRUE(run.is_ok()) << run.status().message();
+  for (size_t b = 0; b < run->texts.size(); ++b) {
+    EXPECT_TRUE(std::regex_match(run->texts[b], std::regex(words))) << run->texts[b];
+    EXPECT_EQ(run->tokens[b].back(), *(*model)->tokenizer()->token_to_id("<|endoftext|>"));
+  }
 }
 
 }  // namespace

@@ -55,3 +55,15 @@ def test_guidance_errors_are_runtime_errors_with_the_reason(model):
         params.set_guidance("xml", "<a/>")
     with pytest.raises(RuntimeError, match='unsupported keyword "not"'):
         params.set_guidance("json_schema", '{"type": "object", "not": {}}')
+    with pytest.raises(RuntimeError, match=r"^OgaGeneratorParamsSetGuidance: lark grammar:2:16: token <\|im_end\|> is not in "
+                                           r"the vocabulary$"):
+        params.set_guidance("lark_grammar", 'start: "a" end\nend: "." | "!" <|im_end|>')
+
+
+def test_lark_grammar_naming_the_eos_token_ends_with_it(model, tokenizer):
+    # <|endoftext|> is the model's eos: the text is complete only after it, so the grammar's token
+    # is what ends the generation (llguidance's <|...|> syntax, as onnxruntime-genai passes it on).
+    grammar = "start: WORD (\" \" WORD){2,4} <|endoftext|>\nWORD: /[a-z]{1,8}/\n"
+    generator, text = generate(model, tokenizer, "The animal:", ("lark_grammar", grammar), max_length=MAX_LENGTH)
+    assert re.fullmatch(r"[a-z]{1,8}( [a-z]{1,8}){2,4}", text), text
+    assert generator.get_sequence(0)[-1] == tokenizer.encode("<|endoftext|>")[-1]
