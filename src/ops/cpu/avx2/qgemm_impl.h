@@ -11,9 +11,8 @@
 //                  nibbles, `& 0xF0` 16 x the high ones (a mask, not a shift: shifts and int->f32
 //                  conversions share a port), paired with the chunk's first half of A and its
 //                  second half stored / 16. Codes are converted in registers and never stored.
-//                  Code vectors take their block scale once per row of B (partial dots once per
-//                  chunk when blocks span chunks); zero points are applied once per row through
-//                  the block sums of A:
+//                  Partial dots take their block scale once per block (per chunk when blocks
+//                  span chunks); zero points are applied once per row through the block sums of A:
 //                    sum_k a_k (q_k - z) s = s (sum_k a_k q_k) - s z (sum_k a_k).
 //                  B rows outermost: the later A tiles read a B tile's codes from L1, so B streams
 //                  from memory once per call. Sums run in the same order whatever M is: a row's
@@ -74,8 +73,8 @@ void pack_row_f32(const QWeights& w, const float* src, int64_t row_values, float
 
 // Adds one chunk of kRowsA rows of A x kRows rows of B to acc. codes[j]: row j's code bytes of
 // the chunk; scales[j]: row j's scale of the chunk's first block; a: the chunk of packed A, the
-// next rows lda further. Each code vector is decoded (and scaled, unless a block holds whole
-// chunks: then partial dots are scaled once per chunk) once and applied to every row of A.
+// next rows lda further. Each code vector is decoded once and applied to every row of A. Partial
+// dots are summed in f32 and scaled once per block (per chunk when a block holds whole chunks).
 // Every accumulator sees the same operations in the same order whatever kRowsA is, so a row's
 // result does not depend on which rows share the tile.
 template <int kBits, int kRowsA, int kRows, ScaleMode kMode>
@@ -111,13 +110,13 @@ template <int kBits, int kRowsA, int kRows, ScaleMode kMode>
           if constexpr (kBits == 4) chunk_dot[r][j] = fmadd(q2, a2[r], chunk_dot[r][j]);
         }
       } else {
-        // Codes scaled once per row of B, not per row of A: two FMAs per row of A.
+        // Scaling the partial dot rather than the codes costs a multiply per row of A, not per
+        // row of B, but keeps M = 1 as fast (and its results) as a GEMV of one row.
         const VecF scale = blocks.spread<kMode>(scales[j] + block);
-        const VecF w1 = q1 * scale, w2 = kBits == 4 ? q2 * scale : w1;
 #pragma GCC unroll 4
         for (int r = 0; r < kRowsA; ++r) {
-          acc[r][j] = fmadd(w1, a1[r], acc[r][j]);
-          if constexpr (kBits == 4) acc[r][j] = fmadd(w2, a2[r], acc[r][j]);
+          const VecF dot = kBits == 4 ? fmadd(q2, a2[r], q1 * a1[r]) : q1 * a1[r];
+          acc[r][j] = fmadd(dot, scale, acc[r][j]);
         }
       }
     }
