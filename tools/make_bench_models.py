@@ -31,6 +31,12 @@ Cases (opset 17) and what their size means:
                                [1, Hkv, L - 1, D], the new one from key/value), present_key/value
                                [1, Hkv, L, D] written as separate outputs (model-builder CPU
                                models do not share the past and present buffers); no rotary.
+  matmul_nbits_rows/MxKxN/bB/accL
+                               MatMulNBits as above for few rows (M 1, 2, 4, 8, 16: speculative
+                               verify steps, small engine batches), where the weights should be
+                               read once for all rows: KxN 4096x4096, and the default model's
+                               (models/debian-prose-11m: qkv 320x448, down 864x320, lm_head
+                               320x8192), all block 32. Own weight files.
   qmoe/MxHxI/eEkK/int4bB       com.microsoft QMoE, f32: M tokens through E experts of hidden H,
                                inter I, top K (a Qwen3-30B-A3B layer scaled down), int4 codes in
                                blocks of B, fused SwiGLU; GB/s counts the chosen experts only.
@@ -220,6 +226,23 @@ def add_matmul_nbits(writer, rng):
                                weight_bytes_read=codes.nbytes + scales.nbytes)
 
 
+def add_matmul_nbits_rows(writer, rng):
+    bits, block = 4, 32
+    for k, n in [(4096, 4096), (320, 448), (864, 320), (320, 8192)]:
+        blocks = (k + block - 1) // block
+        codes = rng.integers(0, 256, size=(n, blocks, block * bits // 8), dtype=np.uint8)
+        scales = rng.uniform(-0.02, 0.02, size=(n * blocks,)).astype(np.float32)
+        weights_file = f"matmul_nbits_rows_{k}x{n}_b{block}.weights.bin"
+        initializers = external_initializers(writer.out_dir, weights_file, {"B": codes, "scales": scales})
+        for m in [1, 2, 4, 8, 16]:
+            a = uniform(rng, (m, k))
+            for level in [0, 4]:
+                node = helper.make_node("MatMulNBits", ["A", "B", "scales"], ["Y"], domain="com.microsoft",
+                                        K=k, N=n, bits=bits, block_size=block, accuracy_level=level)
+                writer.add(f"matmul_nbits_rows/{m}x{k}x{n}/b{block}/acc{level}", node, [("A", "f32", a)],
+                           initializers, [m, n], "f32", weight_bytes_read=codes.nbytes + scales.nbytes)
+
+
 def add_group_query_attentions(writer, rng):
     for heads, kv_heads, head_size in [(32, 8, 128), (14, 2, 64)]:
         for context in [128, 2048, 8192]:
@@ -280,9 +303,11 @@ def main():
     os.makedirs(out_dir, exist_ok=True)
     writer = Writer(out_dir)
     rng = np.random.default_rng(20240601)
-    # Order is part of the determinism: each family draws from the same generator in turn.
+    # Order is part of the determinism: each family draws from the same generator in turn (new
+    # families go last, so the older ones keep their bytes).
     for add_family in [add_matmuls, add_adds, add_gathers, add_reduce_means, add_softmaxes,
-                       add_call_overhead, add_matmul_nbits, add_group_query_attentions, add_qmoe]:
+                       add_call_overhead, add_matmul_nbits, add_group_query_attentions, add_qmoe,
+                       add_matmul_nbits_rows]:
         add_family(writer, rng)
     writer.write_manifest()
     print(f"wrote {len(writer.cases)} models to {out_dir}")

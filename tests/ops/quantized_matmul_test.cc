@@ -210,34 +210,39 @@ TEST(MatMulNBits, F32MatchesReference) {
   }
 }
 
-// The serving engine packs many sequences' rows into one call; each row's result must be the
-// same bits as when it runs alone (M = 1), or batching would change sampled tokens. Holds for
-// the int8 path (accuracy_level 4, 4-bit weights); the f32 path's GEMV (M = 1) and panel GEMM
-// (M > 1) sum in different orders.
-TEST(MatMulNBits, Int8RowsAreTheSameWhateverElseIsInTheCall) {
+// The serving engine packs many sequences' rows into one call, and a speculative verify step
+// feeds a few tokens of one; each row's result must be the same bits as when it runs alone
+// (M = 1), or batching would change sampled tokens. Holds for the int8 path (accuracy_level 4,
+// 4-bit weights) at any M, and for the f32 path up to kGemvMaxRows rows (its GEMV; the panel
+// GEMM beyond sums in another order).
+void expect_rows_as_alone(int64_t level, int64_t bits, int64_t m) {
   ThreadPool pool(2);
-  for (int64_t level : {4}) {
-    for (int64_t bits : {4}) {
-      for (int64_t m : {2, 3, 5, 9}) {
-        const Case c{m, 320, 448, bits, 32, Zp::kNone, false};
-        const Problem p(c, static_cast<uint32_t>(m * 10 + bits));
-        const std::vector<Tensor> all = p.inputs<float>();
-        auto batched = run_op(c, all, level, &pool);
-        ASSERT_TRUE(batched.is_ok()) << batched.status().message();
-        const std::vector<float> rows = values_of<float>(batched.value()[0]);
-        for (int64_t r = 0; r < m; ++r) {
-          std::vector<Tensor> one = all;
-          one[0] = f32(Shape{1, c.k}, std::vector<float>(p.a.begin() + r * c.k, p.a.begin() + (r + 1) * c.k));
-          auto alone = run_op(Case{1, c.k, c.n, bits, 32, Zp::kNone, false}, one, level, &pool);
-          ASSERT_TRUE(alone.is_ok()) << alone.status().message();
-          const std::vector<float> want = values_of<float>(alone.value()[0]);
-          for (int64_t n = 0; n < c.n; ++n) {
-            ASSERT_EQ(rows[static_cast<size_t>(r * c.n + n)], want[static_cast<size_t>(n)])
-                << "accuracy_level " << level << ", bits " << bits << ", row " << r << " of " << m << ", column " << n;
-          }
-        }
-      }
+  const Case c{m, 320, 448, bits, 32, Zp::kNone, false};
+  const Problem p(c, static_cast<uint32_t>(m * 10 + bits));
+  const std::vector<Tensor> all = p.inputs<float>();
+  auto batched = run_op(c, all, level, &pool);
+  ASSERT_TRUE(batched.is_ok()) << batched.status().message();
+  const std::vector<float> rows = values_of<float>(batched.value()[0]);
+  for (int64_t r = 0; r < m; ++r) {
+    std::vector<Tensor> one = all;
+    one[0] = f32(Shape{1, c.k}, std::vector<float>(p.a.begin() + r * c.k, p.a.begin() + (r + 1) * c.k));
+    auto alone = run_op(Case{1, c.k, c.n, bits, 32, Zp::kNone, false}, one, level, &pool);
+    ASSERT_TRUE(alone.is_ok()) << alone.status().message();
+    const std::vector<float> want = values_of<float>(alone.value()[0]);
+    for (int64_t n = 0; n < c.n; ++n) {
+      ASSERT_EQ(rows[static_cast<size_t>(r * c.n + n)], want[static_cast<size_t>(n)])
+          << "accuracy_level " << level << ", bits " << bits << ", row " << r << " of " << m << ", column " << n;
     }
+  }
+}
+
+TEST(MatMulNBits, Int8RowsAreTheSameWhateverElseIsInTheCall) {
+  for (int64_t m : {2, 3, 5, 9}) expect_rows_as_alone(4, 4, m);
+}
+
+TEST(MatMulNBits, F32RowsUpToGemvMaxAreTheSameWhateverElseIsInTheCall) {
+  for (int64_t bits : {4, 8}) {
+    for (int64_t m : {int64_t{2}, int64_t{3}, int64_t{5}, kGemvMaxRows}) expect_rows_as_alone(0, bits, m);
   }
 }
 
@@ -364,18 +369,22 @@ std::vector<float> run_table(const QGemmKernels& t, const Problem& p, Path path)
   const GuardedCopy codes(p.codes.data(), p.codes.size()), scales(p.scales.data(), p.scales.size() * sizeof(float));
   w.codes = codes.get<uint8_t>();
   w.scales = scales.get<float>();
-  const int64_t m = p.c.m, n = p.c.n, rv = packed_row_values(w.blocks, w.block_size, t.chunk);
+  const int64_t m = p.c.m, n = p.c.n;
+  const int64_t rv = packed_row_values(w.blocks, w.block_size, path == Path::kInt8 ? t.int8_chunk : t.chunk);
+  const int64_t lanes = m * rv / kInt8LaneValues;
   std::vector<float> values(static_cast<size_t>(m * rv)), block_scales(static_cast<size_t>(m * w.blocks));
   std::vector<int8_t> int8_values(static_cast<size_t>(m * rv));
-  std::vector<int32_t> lane_offsets(static_cast<size_t>(m * rv / 8));
+  std::vector<float> lane_scales(static_cast<size_t>(lanes));
+  std::vector<int32_t> lane_offsets(static_cast<size_t>(lanes));
   std::vector<float> terms(static_cast<size_t>(m * w.blocks)), panel(static_cast<size_t>(t.panel_floats));
   PackedA a{.values = values.data(), .int8_values = int8_values.data(), .block_scales = block_scales.data(),
-            .block_terms = terms.data(), .lane_offsets = lane_offsets.data(), .m = m, .row_values = rv};
+            .block_terms = terms.data(), .lane_scales = lane_scales.data(), .lane_offsets = lane_offsets.data(),
+            .m = m, .row_values = rv};
   t.pack_a(w, p.a.data(), path == Path::kInt8, a);
   constexpr float kGuard = 12345.0f;
   std::vector<float> y(static_cast<size_t>(m * n + 16), kGuard);
   for (auto [n0, n1] : {std::pair<int64_t, int64_t>{0, n / 2}, {n / 2, n}}) {
-    if (path == Path::kGemv) t.gemv(w, a, n0, n1, y.data() + n0);
+    if (path == Path::kGemv) t.gemv(w, a, n0, n1, y.data() + n0, n);
     if (path == Path::kGemm) t.gemm(w, a, n0, n1, panel.data(), y.data() + n0, n);
     if (path == Path::kInt8) t.gemm_int8(w, a, n0, n1, y.data() + n0, n);
   }
@@ -384,9 +393,23 @@ std::vector<float> run_table(const QGemmKernels& t, const Problem& p, Path path)
   return y;
 }
 
+// A few rows (speculative verify steps, small batches) on the default model's K (a ragged
+// chunk), every scale mode: M up to kGemvMaxRows runs the GEMV, 16 the panels.
+std::vector<Case> few_row_cases() {
+  std::vector<Case> cases;
+  for (int64_t m : {2, 4, 8, 16}) {
+    for (int64_t block : {16, 32, 128}) {
+      cases.push_back({m, 320, 37, 4, block, block == 128 ? Zp::kFloat : Zp::kNone, false});
+    }
+    cases.push_back({m, 864, 9, 8, 64, Zp::kPacked, false});
+  }
+  return cases;
+}
+
 TEST(MatMulNBits, EveryIsaKernelMatchesReference) {
   std::vector<Case> cases = random_cases();
   for (const Case& c : large_cases()) cases.push_back(c);
+  for (const Case& c : few_row_cases()) cases.push_back(c);
   uint32_t seed = 500;
   for (Case c : cases) {
     c.bias = false;
@@ -394,10 +417,39 @@ TEST(MatMulNBits, EveryIsaKernelMatchesReference) {
     const std::vector<float> want = p.reference();
     for (const Table& t : tables()) {
       const std::string what = t.name + " " + describe(c);
-      if (c.m == 1) expect_within(run_table(*t.kernels, p, Path::kGemv), want, p.tolerance(false), "gemv " + what);
+      if (c.m <= kGemvMaxRows) {
+        expect_within(run_table(*t.kernels, p, Path::kGemv), want, p.tolerance(false), "gemv " + what);
+      }
       expect_within(run_table(*t.kernels, p, Path::kGemm), want, p.tolerance(false), "gemm " + what);
-      if (t.int8 && c.bits == 4) {
+      if (t.int8 && c.bits == 4 && c.block >= t.kernels->int8_min_block) {
         expect_within(run_table(*t.kernels, p, Path::kInt8), want, p.tolerance(true), "gemm_int8 " + what);
+      }
+    }
+  }
+}
+
+// Every table: a row of the GEMV (f32) and of the int8 path gives the same bits whatever other
+// rows share its call.
+TEST(MatMulNBits, EveryIsaKernelGivesEachRowItsAloneResult) {
+  uint32_t seed = 700;
+  for (const Case& c : few_row_cases()) {
+    const Problem p(c, seed++);
+    for (const Table& t : tables()) {
+      for (Path path : {Path::kGemv, Path::kInt8}) {
+        const bool int8 = t.int8 && c.bits == 4 && c.block >= t.kernels->int8_min_block;
+        if (path == Path::kGemv ? c.m > kGemvMaxRows : !int8) continue;
+        const std::vector<float> rows = run_table(*t.kernels, p, path);
+        for (int64_t r = 0; r < c.m; ++r) {
+          Problem one = p;
+          one.c.m = 1;
+          one.a.assign(p.a.begin() + r * c.k, p.a.begin() + (r + 1) * c.k);
+          const std::vector<float> alone = run_table(*t.kernels, one, path);
+          for (int64_t n = 0; n < c.n; ++n) {
+            ASSERT_EQ(rows[static_cast<size_t>(r * c.n + n)], alone[static_cast<size_t>(n)])
+                << t.name << (path == Path::kGemv ? " gemv " : " gemm_int8 ") << describe(c) << ", row " << r
+                << ", column " << n;
+          }
+        }
       }
     }
   }

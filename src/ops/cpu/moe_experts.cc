@@ -159,7 +159,7 @@ void ExpertProjection::multiply(const Inputs& in, int64_t e, int64_t n0, int64_t
     const QWeights w = view(in, e, n0, n1, scratch + kernels_->panel_floats);
     PackedA pa;
     pa.m = m, pa.row_values = row_values_, pa.values = const_cast<float*>(packed), pa.block_terms = const_cast<float*>(terms);
-    if (m == 1) kernels_->gemv(w, pa, 0, n1 - n0, y);
+    if (m <= kGemvMaxRows) kernels_->gemv(w, pa, 0, n1 - n0, y, ldy);
     else kernels_->gemm(w, pa, 0, n1 - n0, scratch, y, ldy);
     return;
   }

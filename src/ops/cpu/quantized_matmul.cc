@@ -2,10 +2,11 @@
 //
 // A call packs A once into the workspace (QGemmKernels::pack_a: reordered to match how 4-bit
 // codes unpack, and for accuracy_level >= 4 quantised to int8 per block), then threads split N:
-//   - f32 activations, M == 1: a GEMV that decodes each weight in registers, once;
-//   - f32 activations, M > 1: per thread, panels of B dequantised once and reused by all rows;
-//   - int8 activations (accuracy_level >= 4, 4-bit weights): integer dot products (AVX-512 VNNI or
-//     AVX2), any M.
+//   - f32 activations, M <= kGemvMaxRows: a GEMV that decodes each weight in registers, once
+//     per tile of rows of A (each row's result the same bits as alone);
+//   - f32 activations, larger M: per thread, panels of B dequantised once and reused by all rows;
+//   - int8 activations (accuracy_level >= 4, 4-bit weights, blocks of >= 32 values): integer dot
+//     products (AVX-512 VNNI or AVX2), any M, codes decoded once per tile of rows of A.
 // 16-bit activations, scales and zero points are widened to f32 in the workspace first. The SIMD
 // kernels are ops/cpu/avx2/qgemm_impl.h (4- and 8-bit weights); the plain loops below are the
 // scalar build, the reference they are tested against, and the kernel for 2-bit weights (rare:
@@ -81,7 +82,9 @@ void gemm(const QWeights& w, const PackedA& a, int64_t n0, int64_t n1, float* /*
   }
 }
 
-void gemv(const QWeights& w, const PackedA& a, int64_t n0, int64_t n1, float* y) { gemm(w, a, n0, n1, nullptr, y, 0); }
+void gemv(const QWeights& w, const PackedA& a, int64_t n0, int64_t n1, float* y, int64_t ldy) {
+  gemm(w, a, n0, n1, nullptr, y, ldy);
+}
 
 void gemm_int8(const QWeights& w, const PackedA& a, int64_t n0, int64_t n1, float* y, int64_t ldy) {
   for (int64_t n = n0; n < n1; ++n) {
@@ -100,8 +103,8 @@ void gemm_int8(const QWeights& w, const PackedA& a, int64_t n0, int64_t n1, floa
   }
 }
 
-constexpr QGemmKernels kQGemmKernels{
-    .chunk = 2, .panel_floats = 0, .pack_a = pack_a, .gemv = gemv, .gemm = gemm, .gemm_int8 = gemm_int8};
+constexpr QGemmKernels kQGemmKernels{.chunk = 2, .int8_chunk = 2, .int8_min_block = 16, .panel_floats = 0,
+                                     .pack_a = pack_a, .gemv = gemv, .gemm = gemm, .gemm_int8 = gemm_int8};
 
 }  // namespace
 
@@ -143,7 +146,8 @@ PackedA packed_rows(const PackedA& a, int64_t blocks, int64_t r0, int64_t r1) {
   if (a.values != nullptr) rows.values += r0 * a.row_values;
   if (a.int8_values != nullptr) rows.int8_values += r0 * a.row_values;
   if (a.block_scales != nullptr) rows.block_scales += r0 * blocks;
-  if (a.lane_offsets != nullptr) rows.lane_offsets += r0 * (a.row_values / 8);
+  if (a.lane_offsets != nullptr) rows.lane_offsets += r0 * (a.row_values / kInt8LaneValues);
+  if (a.lane_scales != nullptr) rows.lane_scales += r0 * (a.row_values / kInt8LaneValues);
   rows.block_terms += r0 * blocks;
   return rows;
 }
@@ -155,12 +159,14 @@ class MatMulNBitsKernel final : public OpKernel {
     const MatMulNBitsParams& p = params_;
     dtype_ = ctx.input(MatMulNBitsParams::kA).dtype;
     m_ = ctx.input(MatMulNBitsParams::kA).shape.numel() / p.k;
-    int8_ = p.accuracy_level >= 4 && p.bits == 4;
+    // Blocks too short for the int8 table's dot lanes run the f32 path (more accurate than level 4 asks).
+    int8_ = p.accuracy_level >= 4 && p.bits == 4 && p.block_size >= best_int8_kernels().int8_min_block;
     kernels_ = int8_ ? &best_int8_kernels() : p.bits == 2 ? &scalar::qgemm_kernels() : &best_f32_kernels();
     threads_ = ctx.pool != nullptr ? ctx.pool->num_threads() : 1;
     const bool wide = dtype_ == DType::kF32;
     const int64_t per_col = p.n * p.blocks;
-    row_values_ = packed_row_values(p.blocks, p.block_size, kernels_->chunk);
+    row_values_ = packed_row_values(p.blocks, p.block_size, int8_ ? kernels_->int8_chunk : kernels_->chunk);
+    const int64_t lanes = (row_values_ + kInt8LaneValues - 1) / kInt8LaneValues;
     int64_t offset = 0;
     const auto region = [&offset](int64_t floats) {
       const int64_t at = offset;
@@ -172,10 +178,11 @@ class MatMulNBitsKernel final : public OpKernel {
     zp_at_ = (p.has_zp && !p.zp_packed && !wide) ? region(per_col) : -1;
     packed_at_ = region(int8_ ? (m_ * row_values_ + 3) / 4 : m_ * row_values_);
     block_scales_at_ = int8_ ? region(m_ * p.blocks) : -1;
-    lane_offsets_at_ = int8_ ? region(m_ * row_values_ / 8) : -1;  // int32, float-sized
+    lane_scales_at_ = int8_ ? region(m_ * lanes) : -1;
+    lane_offsets_at_ = int8_ ? region(m_ * lanes) : -1;  // int32, float-sized
     terms_at_ = region(m_ * p.blocks);
     y_at_ = (wide && !p.has_bias) ? -1 : region(m_ * p.n);
-    panels_at_ = (!int8_ && m_ > 1) ? region(threads_ * kernels_->panel_floats) : -1;
+    panels_at_ = (!int8_ && m_ > kGemvMaxRows) ? region(threads_ * kernels_->panel_floats) : -1;
     ctx.workspace_bytes = static_cast<size_t>(offset) * sizeof(float);
     return Status::ok();
   }
@@ -222,6 +229,7 @@ class MatMulNBitsKernel final : public OpKernel {
     if (int8_) {
       packed.int8_values = reinterpret_cast<int8_t*>(at(packed_at_));
       packed.block_scales = at(block_scales_at_);
+      packed.lane_scales = at(lane_scales_at_);
       packed.lane_offsets = reinterpret_cast<int32_t*>(at(lane_offsets_at_));
     } else {
       packed.values = at(packed_at_);
@@ -248,7 +256,7 @@ class MatMulNBitsKernel final : public OpKernel {
   // y [M, N] = packed A x B^T, threads splitting N.
   void multiply(const QWeights& w, const PackedA& a, float* panels, float* y, ThreadPool* pool) const {
     const int64_t n = params_.n;
-    if (int8_ || m_ == 1) {
+    if (int8_ || m_ <= kGemvMaxRows) {
       // A piece of N streams at least ~32 KiB of codes. Not scaled by M: where the pieces start
       // decides how columns group into register tiles, whose sums round differently, so a row's
       // result would otherwise depend on how many other rows share the call (the serving engine
@@ -256,7 +264,7 @@ class MatMulNBitsKernel final : public OpKernel {
       const int64_t min_rows = std::max<int64_t>(1, (int64_t{1} << 18) / (params_.k * params_.bits));
       parallel_for(pool, n, min_rows, [&](int64_t n0, int64_t n1) {
         if (int8_) kernels_->gemm_int8(w, a, n0, n1, y + n0, n);
-        else kernels_->gemv(w, a, n0, n1, y + n0);
+        else kernels_->gemv(w, a, n0, n1, y + n0, n);
       });
       return;
     }
@@ -278,8 +286,8 @@ class MatMulNBitsKernel final : public OpKernel {
   int threads_ = 1;
   int64_t row_values_ = 0;
   // Workspace regions, in floats from the start; -1 where unused.
-  int64_t a_at_ = -1, scales_at_ = -1, zp_at_ = -1, packed_at_ = -1, block_scales_at_ = -1, lane_offsets_at_ = -1,
-          terms_at_ = -1;
+  int64_t a_at_ = -1, scales_at_ = -1, zp_at_ = -1, packed_at_ = -1, block_scales_at_ = -1, lane_scales_at_ = -1,
+          lane_offsets_at_ = -1, terms_at_ = -1;
   int64_t y_at_ = -1, panels_at_ = -1;
 };
 

@@ -4,15 +4,20 @@
 //
 // Memory-access plan (kW = lanes, a chunk = 8 * kW packed values of A = 4 * kW code bytes):
 //
-//   gemv (M = 1)   kGemvRows rows of B per pass share each load of A. Per chunk and row, kW code
-//                  bytes at a time are zero-extended into int32 lanes; `& 0x0F` gives the low
+//   gemv (M <= kGemvMaxRows)
+//                  tiles of kGemvRows rows of B x up to 4 rows of A: each load of A serves the
+//                  tile's B rows, each decoded code vector its A rows. Per chunk and row of B, kW
+//                  code bytes at a time are zero-extended into int32 lanes; `& 0x0F` gives the low
 //                  nibbles, `& 0xF0` 16 x the high ones (a mask, not a shift: shifts and int->f32
 //                  conversions share a port), paired with the chunk's first half of A and its
 //                  second half stored / 16. Codes are converted in registers and never stored.
-//                  Partial dots take their block scale once per block (per chunk when blocks span
-//                  chunks); zero points are applied once per row through the block sums of A:
+//                  Partial dots take their block scale once per block (per chunk when blocks
+//                  span chunks); zero points are applied once per row through the block sums of A:
 //                    sum_k a_k (q_k - z) s = s (sum_k a_k q_k) - s z (sum_k a_k).
-//   gemm (M > 1)   per thread, B rows in panels of kPanelRows x kPanelDepth values, dequantised
+//                  B rows outermost: the later A tiles read a B tile's codes from L1, so B streams
+//                  from memory once per call. Sums run in the same order whatever M is: a row's
+//                  result is the same bits as when it runs alone.
+//   gemm (larger M) per thread, B rows in panels of kPanelRows x kPanelDepth values, dequantised
 //                  once into the workspace (in A's packed order, so no transposition) and read by
 //                  every row of A: a kTileRowsA x kTileRowsB tile of dot products with K in the
 //                  lanes, reduced across lanes once per panel.
@@ -29,11 +34,16 @@ namespace {
 
 constexpr int64_t kPanelRows = 16;     // rows of B dequantised per panel
 constexpr int64_t kPanelDepth = 4096;  // packed values per panel row: a panel is 256 KiB, next to A's slice in L2
+// gemv tiles: kGemvRows rows of B (fixed: it decides how a row's columns reduce) x
+// gemv_rows_a(mode) rows of A, as many as the accumulators (twice as many per chunk when blocks
+// span chunks) and the A operands leave registers for.
 #if defined(__AVX512F__)
-constexpr int kGemvRows = 4;  // rows of B per gemv pass: 4 accumulators, 2 A loads per 8 FMAs
+constexpr int kGemvRows = 4;  // M = 1: 4 accumulators, 2 A loads per 8 FMAs
+constexpr int gemv_rows_a(ScaleMode mode) { return mode == ScaleMode::kPerChunk ? 2 : 4; }
 constexpr int kTileRowsA = 4, kTileRowsB = 4;  // 16 accumulators + 8 operands of 32 registers
 #else
 constexpr int kGemvRows = 2;
+constexpr int gemv_rows_a(ScaleMode mode) { return mode == ScaleMode::kPerChunk ? 2 : 3; }
 constexpr int kTileRowsA = 2, kTileRowsB = 4;  // 8 accumulators + 6 operands of 16 registers
 #endif
 
@@ -61,49 +71,78 @@ void pack_row_f32(const QWeights& w, const float* src, int64_t row_values, float
   }
 }
 
-// Adds one chunk of kRows rows of B times A to acc. codes[j]: row j's code bytes of the chunk;
-// scales[j]: row j's scale of the chunk's first block; a: the chunk of packed A. Partial dots are
-// summed in f32 and scaled once per block (per chunk when a block holds whole chunks).
-template <int kBits, int kRows, ScaleMode kMode>
+// Adds one chunk of kRowsA rows of A x kRows rows of B to acc. codes[j]: row j's code bytes of
+// the chunk; scales[j]: row j's scale of the chunk's first block; a: the chunk of packed A, the
+// next rows lda further. Each code vector is decoded once and applied to every row of A. Partial
+// dots are summed in f32 and scaled once per block (per chunk when a block holds whole chunks).
+// Every accumulator sees the same operations in the same order whatever kRowsA is, so a row's
+// result does not depend on which rows share the tile.
+template <int kBits, int kRowsA, int kRows, ScaleMode kMode>
 [[gnu::always_inline]] inline void gemv_chunk(const uint8_t* const (&codes)[kRows], const float* const (&scales)[kRows],
-                                              const float* a, const LaneBlocks& blocks, VecF (&acc)[kRows]) {
+                                              const float* a, int64_t lda, const LaneBlocks& blocks,
+                                              VecF (&acc)[kRowsA][kRows]) {
   using L = CodeLayout<kBits>;
-  VecF chunk_dot[kRows];
+  VecF chunk_dot[kRowsA][kRows];
+  if constexpr (kMode == ScaleMode::kPerChunk) {
 #pragma GCC unroll 4
-  for (int j = 0; j < kRows; ++j) chunk_dot[j] = VecF::splat(0.0f);
+    for (int r = 0; r < kRowsA; ++r) {
+#pragma GCC unroll 4
+      for (int j = 0; j < kRows; ++j) chunk_dot[r][j] = VecF::splat(0.0f);
+    }
+  }
 #pragma GCC unroll 8
   for (int64_t g = 0; g < L::kGroups; ++g) {
-    const VecF a1 = VecF::load(a + L::first_at(g));
-    VecF a2 = a1;
-    if constexpr (kBits == 4) a2 = VecF::load(a + L::second_at(g));
+    VecF a1[kRowsA], a2[kRowsA];
+#pragma GCC unroll 4
+    for (int r = 0; r < kRowsA; ++r) {
+      a1[r] = VecF::load(a + r * lda + L::first_at(g));
+      a2[r] = kBits == 4 ? VecF::load(a + r * lda + L::second_at(g)) : a1[r];
+    }
     const int64_t block = (g * L::kGroupValues) >> blocks.block_shift;
 #pragma GCC unroll 4
     for (int j = 0; j < kRows; ++j) {
       VecF q1, q2;
       L::decode(codes[j], g, &q1, &q2);
       if constexpr (kMode == ScaleMode::kPerChunk) {
-        chunk_dot[j] = fmadd(q1, a1, chunk_dot[j]);
-        if constexpr (kBits == 4) chunk_dot[j] = fmadd(q2, a2, chunk_dot[j]);
+#pragma GCC unroll 4
+        for (int r = 0; r < kRowsA; ++r) {
+          chunk_dot[r][j] = fmadd(q1, a1[r], chunk_dot[r][j]);
+          if constexpr (kBits == 4) chunk_dot[r][j] = fmadd(q2, a2[r], chunk_dot[r][j]);
+        }
       } else {
-        const VecF dot = kBits == 4 ? fmadd(q2, a2, q1 * a1) : q1 * a1;
-        acc[j] = fmadd(dot, blocks.spread<kMode>(scales[j] + block), acc[j]);
+        // Scaling the partial dot rather than the codes costs a multiply per row of A, not per
+        // row of B, but keeps M = 1 as fast (and its results) as a GEMV of one row.
+        const VecF scale = blocks.spread<kMode>(scales[j] + block);
+#pragma GCC unroll 4
+        for (int r = 0; r < kRowsA; ++r) {
+          const VecF dot = kBits == 4 ? fmadd(q2, a2[r], q1 * a1[r]) : q1 * a1[r];
+          acc[r][j] = fmadd(dot, scale, acc[r][j]);
+        }
       }
     }
   }
   if constexpr (kMode == ScaleMode::kPerChunk) {
 #pragma GCC unroll 4
-    for (int j = 0; j < kRows; ++j) acc[j] = fmadd(chunk_dot[j], VecF::splat(*scales[j]), acc[j]);
+    for (int j = 0; j < kRows; ++j) {
+      const VecF scale = VecF::splat(*scales[j]);
+#pragma GCC unroll 4
+      for (int r = 0; r < kRowsA; ++r) acc[r][j] = fmadd(chunk_dot[r][j], scale, acc[r][j]);
+    }
   }
 }
 
-// kRows rows of B from row n, f32 activations: y[j] = row (n + j) . a.
-template <int kBits, int kRows, ScaleMode kMode>
-void gemv_rows(const QWeights& w, const PackedA& a, const LaneBlocks& blocks, int64_t n, float* y) {
+// A kRowsA x kRows tile, f32 activations: y[r * ldy + j] = A row (r0 + r) . B row (n + j).
+template <int kBits, int kRowsA, int kRows, ScaleMode kMode>
+void gemv_tile(const QWeights& w, const PackedA& a, const LaneBlocks& blocks, int64_t r0, int64_t n, float* y,
+               int64_t ldy) {
   using Chunks = RowChunks<kBits>;
   const Chunks chunks(w);
-  VecF acc[kRows];
+  VecF acc[kRowsA][kRows];
 #pragma GCC unroll 4
-  for (VecF& v : acc) v = VecF::splat(0.0f);
+  for (int r = 0; r < kRowsA; ++r) {
+#pragma GCC unroll 4
+    for (int j = 0; j < kRows; ++j) acc[r][j] = VecF::splat(0.0f);
+  }
   const uint8_t* codes[kRows];
   const float* row_scales[kRows];
   const float* scales[kRows];
@@ -112,12 +151,14 @@ void gemv_rows(const QWeights& w, const PackedA& a, const LaneBlocks& blocks, in
     codes[j] = w.codes + (n + j) * w.row_bytes();
     row_scales[j] = w.scales + (n + j) * w.blocks;
   }
-  const RowPrefetch<kRows> prefetch(w, n, true);
+  const float* rows = a.values + r0 * a.row_values;
+  // Later row tiles of A find this tile's codes in L1; the first one fetches them.
+  const RowPrefetch<kRows> prefetch(w, n, r0 == 0);
   for (int64_t c = 0; c < chunks.full; ++c) {
     const int64_t b0 = chunks.first_block(c);
 #pragma GCC unroll 4
     for (int j = 0; j < kRows; ++j) scales[j] = row_scales[j] + b0;
-    gemv_chunk<kBits, kRows, kMode>(codes, scales, a.values + c * kChunk, blocks, acc);
+    gemv_chunk<kBits, kRowsA, kRows, kMode>(codes, scales, rows + c * kChunk, a.row_values, blocks, acc);
     prefetch.at(c, Chunks::kBytes);
 #pragma GCC unroll 4
     for (int j = 0; j < kRows; ++j) codes[j] += Chunks::kBytes;
@@ -128,19 +169,24 @@ void gemv_rows(const QWeights& w, const PackedA& a, const LaneBlocks& blocks, in
       codes[j] = chunks.pad_last(w, n + j, pads[j]).codes;
       scales[j] = pads[j].scales;
     }
-    gemv_chunk<kBits, kRows, kMode>(codes, scales, a.values + chunks.full * kChunk, blocks, acc);
+    gemv_chunk<kBits, kRowsA, kRows, kMode>(codes, scales, rows + chunks.full * kChunk, a.row_values, blocks, acc);
   }
-  float dots[kRows];
-  reduce_row(acc, dots);
-  for (int j = 0; j < kRows; ++j) y[j] = dots[j] - zero_point_term(w, n + j, a.block_terms);
+  for (int r = 0; r < kRowsA; ++r) {
+    float dots[kRows];
+    reduce_row(acc[r], dots);
+    for (int j = 0; j < kRows; ++j) y[r * ldy + j] = dots[j] - zero_point_term(w, n + j, a.block_terms + (r0 + r) * w.blocks);
+  }
 }
 
-void gemv(const QWeights& w, const PackedA& a, int64_t n0, int64_t n1, float* y) {
+void gemv(const QWeights& w, const PackedA& a, int64_t n0, int64_t n1, float* y, int64_t ldy) {
   const auto run = [&]<int kBits>() {
     const LaneBlocks blocks(w.block_size, CodeLayout<kBits>::kValuesPerByte);
     with_scale_mode<CodeLayout<kBits>::kValuesPerByte>(w.block_size, [&]<ScaleMode kMode>() {
+      // B rows outermost: a tile's codes stay in L1 while every row tile of A passes.
       for_each_tile<kGemvRows>(n0, n1, [&]<int R>(int64_t n) {
-        gemv_rows<kBits, R, kMode>(w, a, blocks, n, y + (n - n0));
+        for_each_tile<gemv_rows_a(kMode)>(0, a.m, [&]<int RA>(int64_t r) {
+          gemv_tile<kBits, RA, R, kMode>(w, a, blocks, r, n, y + r * ldy + (n - n0), ldy);
+        });
       });
     });
   };
@@ -254,8 +300,9 @@ void pack_a(const QWeights& w, const float* a, bool int8, const PackedA& out) {
     const float* src = a + r * w.k;
     float* terms = out.block_terms + r * w.blocks;
     if (int8) {
+      const int64_t lanes = r * (out.row_values / kInt8LaneValues);
       pack_row_int8(w, src, out.row_values, out.int8_values + r * out.row_values, out.block_scales + r * w.blocks,
-                    terms, out.lane_offsets + r * (out.row_values / 8));
+                    terms, out.lane_scales + lanes, out.lane_offsets + lanes);
     } else {
       pack_row_f32(w, src, out.row_values, out.values + r * out.row_values, terms);
     }
@@ -263,10 +310,12 @@ void pack_a(const QWeights& w, const float* a, bool int8, const PackedA& out) {
 }
 
 // Instantiated per ISA (compile time stays a few seconds): gemv for bits {4, 8} x the scale modes
-// a bit width allows x 1..kGemvRows rows; gemm's dequantize_panel for bits x modes and f32_tile
-// for 1..kTileRowsA x 1..kTileRowsB; gemm_int8 for its two modes x (1 x 1..kInt8GemvRows and
-// 1..kInt8RowsA x 1..kInt8RowsB) tiles.
+// a bit width allows x 1..kGemvRows rows of B x 1..gemv_rows_a(mode) rows of A; gemm's
+// dequantize_panel for bits x modes and f32_tile for 1..kTileRowsA x 1..kTileRowsB; gemm_int8 for
+// 1..kInt8RowsA x 1..kInt8RowsB tiles.
 constexpr QGemmKernels kQGemmKernels{.chunk = kChunk,
+                                     .int8_chunk = kInt8Chunk,
+                                     .int8_min_block = kInt8LaneValues,
                                      .panel_floats = kPanelRows * kPanelDepth,
                                      .pack_a = pack_a,
                                      .gemv = gemv,

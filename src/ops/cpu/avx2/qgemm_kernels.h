@@ -34,10 +34,15 @@ struct QWeights {
   }
 };
 
+// Values per int32 lane of the SIMD int8 dots: one block, or a part of one (so those tables take
+// blocks of at least this many values).
+constexpr int64_t kInt8LaneValues = 32;
+
 // A as the GEMMs read it, [m, row_values] with row_values = blocks * block_size rounded up to a
-// whole chunk, zeros past K. f32 path: `values` (4-bit weights: in chunk order, see above, and
-// scaled as the table's loops want it; 8-bit: natural order). int8 path (accuracy_level >= 4,
-// 4-bit weights): each block of A quantised symmetrically to int8, `int8_values` in chunk order.
+// whole chunk (int8_chunk on the int8 path), zeros past K. f32 path: `values` (4-bit weights: in
+// chunk order, see above, and scaled as the table's loops want it; 8-bit: natural order). int8
+// path (accuracy_level >= 4, 4-bit weights): each block of A quantised symmetrically to int8,
+// `int8_values` in the table's order (SIMD: qgemm_int8_impl.h; plain loops: chunk order).
 struct PackedA {
   float* values = nullptr;        // f32 path: [m, row_values]
   int8_t* int8_values = nullptr;  // int8 path: [m, row_values]
@@ -45,26 +50,37 @@ struct PackedA {
   // f32 path: sum of A over block b; int8 path: scale * sum of the block's int8 values. Times the
   // block's zero point and weight scale, it is the term the zero points subtract from a dot.
   float* block_terms = nullptr;   // [m, blocks]
-  // int8 path, SIMD tables: per 8 packed values (one int32 lane of a dot), the value its dot
-  // starts from, -(default zero point) * sum of the 8 int8 values when B has no zero points (so
-  // the default zero point costs nothing per pair of rows), else 0. [m, row_values / 8]
+  // int8 path, SIMD tables, per int32 lane of a dot (kInt8LaneValues packed values), in the
+  // table's lane order: the A block scale of its values, and the value its dot starts from,
+  // -(default zero point) * sum of its int8 values when B has no zero points (so the default zero
+  // point costs nothing per pair of rows), else 0. [m, row_values / kInt8LaneValues] each.
+  float* lane_scales = nullptr;
   int32_t* lane_offsets = nullptr;
   int64_t m = 0, row_values = 0;
 };
 
 struct QGemmKernels {
   int64_t chunk = 0;        // packed values per chunk (the unit of reordering and of padding)
+  int64_t int8_chunk = 0;   // the same for the int8 path
+  int64_t int8_min_block = 0;  // smallest block_size gemm_int8 takes
   int64_t panel_floats = 0; // workspace floats `gemm` needs per concurrent call
   // Packs `m` rows of A [m, K] into `out` (pointers and row_values set by the caller).
   void (*pack_a)(const QWeights& w, const float* a, bool int8, const PackedA& out) = nullptr;
-  // f32 activations, m == 1: y[n - n0] = sum_k A[k] * B[n][k] for n in [n0, n1).
-  void (*gemv)(const QWeights& w, const PackedA& a, int64_t n0, int64_t n1, float* y) = nullptr;
+  // f32 activations, m <= kGemvMaxRows: y[r * ldy + n - n0] = sum_k A[r][k] * B[n][k] for n in
+  // [n0, n1), codes decoded in registers once per tile of rows of A; a row's result is the same
+  // bits whatever m is.
+  void (*gemv)(const QWeights& w, const PackedA& a, int64_t n0, int64_t n1, float* y, int64_t ldy) = nullptr;
   // f32 activations, any m: y[r * ldy + n - n0] for every row r; `panel` holds panel_floats.
   void (*gemm)(const QWeights& w, const PackedA& a, int64_t n0, int64_t n1, float* panel, float* y,
                int64_t ldy) = nullptr;
-  // int8 activations (4-bit weights), any m: y[r * ldy + n - n0].
+  // int8 activations (4-bit weights, block_size >= int8_min_block), any m: y[r * ldy + n - n0];
+  // a row's result is the same bits whatever m is.
   void (*gemm_int8)(const QWeights& w, const PackedA& a, int64_t n0, int64_t n1, float* y, int64_t ldy) = nullptr;
 };
+
+// The most rows of A `gemv` takes. Above it the panels of `gemm` are cheaper: they dequantise
+// each weight once, where gemv decodes it again for every tile of 4 rows of A.
+constexpr int64_t kGemvMaxRows = 8;
 
 // Values per packed row of A (PackedA::row_values) under a table with chunk `chunk`.
 inline int64_t packed_row_values(int64_t blocks, int64_t block_size, int64_t chunk) {
