@@ -98,6 +98,26 @@ class EngineTest : public ::testing::Test {
     for (const auto& p : ids) tokens.push_back(run_all(engine, {p}, greedy(new_tokens), {0})[0].tokens);
     return tokens;
   }
+  // Seeded sampling requests (temperature 0.9, top-k 40, 20 tokens), seeds from `first_seed` on.
+  static std::vector<RequestParams> seeded_sampling(size_t count, uint64_t first_seed) {
+    std::vector<RequestParams> params(count);
+    for (size_t i = 0; i < count; ++i) {
+      params[i].sampling.greedy = false;
+      params[i].sampling.temperature = 0.9f;
+      params[i].sampling.top_k = 40;
+      params[i].sampling.seed = first_seed + i;
+      params[i].max_new_tokens = 20;
+    }
+    return params;
+  }
+  // Each request's tokens alone equal its tokens batched with the others, arriving staggered.
+  static void expect_alone_equals_batched(Engine& engine, const std::vector<std::vector<int32_t>>& ids,
+                                          const std::vector<RequestParams>& params) {
+    std::vector<std::vector<int32_t>> alone;
+    for (size_t i = 0; i < ids.size(); ++i) alone.push_back(run_all(engine, {ids[i]}, params[i], {0})[0].tokens);
+    const auto batched = run_all(engine, ids, {}, {0, 0, 0, 1, 1, 2, 5, 9}, &params);
+    for (size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(batched[i].tokens, alone[i]) << "prompt " << i;
+  }
 };
 
 TEST_F(EngineTest, AloneEachRequestMatchesTheContiguousGenerator) {
@@ -239,21 +259,13 @@ TEST_F(EngineTest, SampledDraftsRepeatForASeedAloneAndBatched) {
   auto engine = Engine::load(kModel, options());
   ASSERT_TRUE(engine.is_ok());
   const auto ids = encode_all((*engine)->model());
-  std::vector<RequestParams> params(ids.size());
-  for (size_t i = 0; i < ids.size(); ++i) {
-    params[i].sampling.greedy = false;
-    params[i].sampling.temperature = 0.9f;
-    params[i].sampling.top_k = 40;
-    params[i].sampling.seed = 300 + i;
-    params[i].max_new_tokens = 20;
-    params[i].speculative.method = SpeculativeMethod::kDraftModel;
-    params[i].speculative.draft_model = draft_model->get();
-    params[i].speculative.draft_tokens = 3;
+  std::vector<RequestParams> params = seeded_sampling(ids.size(), 300);
+  for (RequestParams& p : params) {
+    p.speculative.method = SpeculativeMethod::kDraftModel;
+    p.speculative.draft_model = draft_model->get();
+    p.speculative.draft_tokens = 3;
   }
-  std::vector<std::vector<int32_t>> alone;
-  for (size_t i = 0; i < ids.size(); ++i) alone.push_back(run_all(**engine, {ids[i]}, params[i], {0})[0].tokens);
-  const auto batched = run_all(**engine, ids, {}, {0, 0, 0, 1, 1, 2, 5, 9}, &params);
-  for (size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(batched[i].tokens, alone[i]) << "prompt " << i;
+  expect_alone_equals_batched(**engine, ids, params);
   const EngineStats s = (*engine)->stats();
   ASSERT_GT(s.drafted_tokens, 0);
   EXPECT_GT(static_cast<double>(s.accepted_tokens), 0.9 * static_cast<double>(s.drafted_tokens));
@@ -263,18 +275,7 @@ TEST_F(EngineTest, SeededSamplingDrawsTheSameTokensAloneAndBatched) {
   auto engine = Engine::load(kModel, options());
   ASSERT_TRUE(engine.is_ok());
   const auto ids = encode_all((*engine)->model());
-  std::vector<RequestParams> params(ids.size());
-  for (size_t i = 0; i < ids.size(); ++i) {
-    params[i].sampling.greedy = false;
-    params[i].sampling.temperature = 0.9f;
-    params[i].sampling.top_k = 40;
-    params[i].sampling.seed = 100 + i;
-    params[i].max_new_tokens = 20;
-  }
-  std::vector<std::vector<int32_t>> alone;
-  for (size_t i = 0; i < ids.size(); ++i) alone.push_back(run_all(**engine, {ids[i]}, params[i], {0})[0].tokens);
-  const auto batched = run_all(**engine, ids, {}, {0, 0, 0, 1, 1, 2, 5, 9}, &params);
-  for (size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(batched[i].tokens, alone[i]) << "prompt " << i;
+  expect_alone_equals_batched(**engine, ids, seeded_sampling(ids.size(), 100));
 }
 
 // Structured output inside the engine: each constrained request, batched with unconstrained ones,
