@@ -39,7 +39,8 @@ Cases (opset 17) and what their size means:
                                320x8192), all block 32. Own weight files.
   qmoe/MxHxI/eEkK/int4bB       com.microsoft QMoE, f32: M tokens through E experts of hidden H,
                                inter I, top K (a Qwen3-30B-A3B layer scaled down), int4 codes in
-                               blocks of B, fused SwiGLU; GB/s counts the chosen experts only.
+                               blocks of B (int4bB) or one scale per row (int4row), fused
+                               SwiGLU; GB/s counts the chosen experts only.
 
 manifest.json lists, per case: name, model file, inputs (name, dtype, shape, raw little-endian
 data file) in the graph's input order, and the work one run does: `flops` (FLOP-bound matmuls)
@@ -273,27 +274,32 @@ def add_group_query_attentions(writer, rng):
 
 def add_qmoe(writer, rng):
     """A Qwen3-30B-A3B-like MoE layer scaled down: hidden 2048, inter 768, 128 experts, top-8,
-    int4 codes in blocks of 32 with f32 scales, fused interleaved SwiGLU (fc1 holds gate and up)."""
-    hidden, inter, experts, top_k, bits, block = 2048, 768, 128, 8, 4, 32
-    arrays = {}
-    for name, n, k in [("fc1", 2 * inter, hidden), ("fc2", hidden, inter)]:
-        arrays[f"{name}_experts_weights"] = rng.integers(0, 256, size=(experts, n, k * bits // 8), dtype=np.uint8)
-        arrays[f"{name}_scales"] = rng.uniform(-0.02, 0.02, size=(experts, n, k // block)).astype(np.float32)
-    initializers = external_initializers(writer.out_dir, "qmoe_qwen3.weights.bin", arrays)
-    per_expert = sum(a.nbytes for a in arrays.values()) // experts
-    for m in [1, 16]:
-        x = uniform(rng, (m, hidden))
-        logits = uniform(rng, (m, experts))
-        chosen = {int(e) for row in logits for e in np.argsort(-row)[:top_k]}
-        node = helper.make_node("QMoE", ["input", "router_probs", "fc1_experts_weights", "fc1_scales", "",
-                                         "fc2_experts_weights", "fc2_scales"], ["Y"], domain="com.microsoft",
-                                k=top_k, activation_type="swiglu", swiglu_fusion=1, expert_weight_bits=bits,
-                                block_size=block, normalize_routing_weights=1)
-        # Only the chosen experts' weights are read (GB/s); FLOPs are those of the routed rows.
-        writer.add(f"qmoe/{m}x{hidden}x{inter}/e{experts}k{top_k}/int4b{block}", node,
-                   [("input", "f32", x), ("router_probs", "f32", logits)], initializers, [m, hidden], "f32",
-                   flops=2 * m * top_k * 3 * hidden * inter if m > 1 else 0,
-                   weight_bytes_read=len(chosen) * per_expert)
+    int4 codes with f32 scales in blocks of 32 or one per row, fused interleaved SwiGLU (fc1 holds
+    gate and up)."""
+    hidden, inter, experts, top_k, bits = 2048, 768, 128, 8, 4
+    for block in [32, 0]:  # 0: one scale per row
+        arrays = {}
+        for name, n, k in [("fc1", 2 * inter, hidden), ("fc2", hidden, inter)]:
+            arrays[f"{name}_experts_weights"] = rng.integers(0, 256, size=(experts, n, k * bits // 8), dtype=np.uint8)
+            scale_shape = (experts, n, k // block) if block else (experts, n)
+            arrays[f"{name}_scales"] = rng.uniform(-0.02, 0.02, size=scale_shape).astype(np.float32)
+        suffix = f"b{block}" if block else "row"
+        initializers = external_initializers(writer.out_dir, f"qmoe_qwen3_{suffix}.weights.bin", arrays)
+        per_expert = sum(a.nbytes for a in arrays.values()) // experts
+        block_attr = {"block_size": block} if block else {}
+        for m in [1, 16]:
+            x = uniform(rng, (m, hidden))
+            logits = uniform(rng, (m, experts))
+            chosen = {int(e) for row in logits for e in np.argsort(-row)[:top_k]}
+            node = helper.make_node("QMoE", ["input", "router_probs", "fc1_experts_weights", "fc1_scales", "",
+                                             "fc2_experts_weights", "fc2_scales"], ["Y"], domain="com.microsoft",
+                                    k=top_k, activation_type="swiglu", swiglu_fusion=1, expert_weight_bits=bits,
+                                    normalize_routing_weights=1, **block_attr)
+            # Only the chosen experts' weights are read (GB/s); FLOPs are those of the routed rows.
+            writer.add(f"qmoe/{m}x{hidden}x{inter}/e{experts}k{top_k}/int4{suffix}", node,
+                       [("input", "f32", x), ("router_probs", "f32", logits)], initializers, [m, hidden], "f32",
+                       flops=2 * m * top_k * 3 * hidden * inter if m > 1 else 0,
+                       weight_bytes_read=len(chosen) * per_expert)
 
 
 def main():

@@ -30,10 +30,17 @@ const QGemmKernels& int_kernels(int64_t bits, int64_t kernel_block) {
   return scalar::qgemm_kernels();
 }
 
-// The kernels' block: the scales' own (per row: K). The SIMD tables take powers of two in
-// [16, 256]; other blocks run the plain loops. (Repeating a scale over shorter SIMD blocks gave
-// wrong sums in the differential test: not used until that is understood.)
-int64_t kernel_block_for(int64_t k, int64_t block) { return std::min(block, k); }
+// The kernels' block: the scales' own, or for blocks longer than the SIMD tables take (per-row
+// scales: K) the longest power of two in [16, 256] dividing it, each scale repeated over its
+// pieces. The SIMD tables take powers of two in [16, 256]; other blocks run the plain loops.
+int64_t kernel_block_for(int64_t k, int64_t block) {
+  block = std::min(block, k);
+  if (block <= kMaxKernelBlock) return block;
+  for (int64_t piece = kMaxKernelBlock; piece >= kMinKernelBlock; piece /= 2) {
+    if (block % piece == 0) return piece;
+  }
+  return block;
+}
 
 float widen_one(DType dtype, const void* data, int64_t i) {
   switch (dtype) {

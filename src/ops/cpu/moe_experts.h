@@ -32,7 +32,7 @@ class ExpertProjection {
   int64_t k() const { return k_; }
   // Floats of packed A per row (int codes; 0 otherwise), and of per-row block terms.
   int64_t packed_row_floats() const { return quantized_int() ? row_values_ : 0; }
-  int64_t block_terms() const { return quantized_int() ? blocks_ : 0; }
+  int64_t block_terms() const { return quantized_int() ? kernel_blocks_ : 0; }
   // Scratch floats one concurrent multiply() needs.
   int64_t scratch_floats() const;
 
