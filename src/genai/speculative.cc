@@ -182,7 +182,7 @@ Status Drafter::propose(const TokenHistory& history, int64_t room, bool forced_o
   last_forced_ = false;
   if (room <= 0) return Status::ok();
   if (forced_) {
-    OG_RETURN_IF_ERROR(forced_->propose(history, static_cast<int32_t>(std::min<int64_t>(room, kMostDraftTokens)), draft));
+    OG_RETURN_IF_ERROR(forced_->propose(history, static_cast<int32_t>(std::min(room, forced_length_)), draft));
     last_forced_ = !draft.tokens.empty();
     if (last_forced_) return Status::ok();
   }
@@ -193,7 +193,11 @@ Status Drafter::propose(const TokenHistory& history, int64_t room, bool forced_o
 }
 
 void Drafter::record(int64_t drafted, int64_t accepted) {
-  if (!last_forced_ && length_) length_->record(static_cast<int32_t>(drafted), static_cast<int32_t>(accepted));
+  if (last_forced_) {
+    forced_length_ = accepted == drafted ? std::min<int64_t>(kMostDraftTokens, 2 * forced_length_) : accepted + 1;
+    return;
+  }
+  if (length_) length_->record(static_cast<int32_t>(drafted), static_cast<int32_t>(accepted));
 }
 
 int32_t DraftLength::next() {

@@ -124,10 +124,13 @@ class DraftLength {
   int32_t pause_left_ = 0, next_pause_ = kFirstPause;
 };
 
-// Who drafts for one sequence. With fast-forward, the text the constraint forces comes first:
-// it is kept nearly always (only a tokenization the model would not pick is rejected), so it
-// drafts up to kMostDraftTokens whatever DraftLength says, and its outcome does not move
-// DraftLength. Where nothing is forced, the method's proposer drafts as DraftLength allows.
+// Who drafts for one sequence. With fast-forward, the text the constraint forces comes first.
+// With a model that spells text as its tokenizer does it is kept nearly always, so it is drafted
+// whole (up to kMostDraftTokens) whatever DraftLength says, and its outcome does not move
+// DraftLength. A model that spells it in other pieces (a small one, unfamiliar words) rejects
+// much of it, and a long rejected draft costs a wide verify step: after a rejection the next
+// forced draft is one token longer than what was kept, and it doubles after a whole one is kept.
+// Where nothing is forced, the method's proposer drafts as DraftLength allows.
 class Drafter {
  public:
   // Null when `params` asks for no drafts. `constraint` (with the model's tokenizer) is the
@@ -146,6 +149,7 @@ class Drafter {
  private:
   std::unique_ptr<DraftProposer> forced_, proposer_;
   std::optional<DraftLength> length_;
+  int64_t forced_length_ = kMostDraftTokens;  // the most tokens of the next forced draft
   bool last_forced_ = false;
 };
 
