@@ -31,26 +31,8 @@ const char* const kNested =
     R"("quantities":{"type":"array","items":{"type":"integer","minimum":1,"maximum":9},"maxItems":3}},)"
     R"("required":["identifier","quantities"],"additionalProperties":false}},"required":["order"],"additionalProperties":false})";
 
-struct Outcome {
-  std::vector<int32_t> tokens;
-  std::string text;
-  genai::FinishReason reason = genai::FinishReason::kNone;
-  genai::GenerationStats stats;
-};
-
-Outcome generate(const genai::Model& model, const genai::GeneratorParams& params) {
-  Outcome run;
-  auto g = genai::Generator::create(model, params);
-  EXPECT_TRUE(g.is_ok()) << g.status().message();
-  if (!g.is_ok()) return run;
-  const Status status = (*g)->generate([&](size_t, std::string_view piece) { run.text += piece; });
-  EXPECT_TRUE(status.is_ok()) << status.message();
-  const std::span<const int32_t> tokens = (*g)->tokens(0);
-  run.tokens.assign(tokens.begin(), tokens.end());
-  run.reason = (*g)->finish_reason(0);
-  run.stats = (*g)->stats();
-  return run;
-}
+using testing::generate;
+using Outcome = testing::GenerationOutcome;
 
 class FastForward : public ::testing::Test {
  protected:
