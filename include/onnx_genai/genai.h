@@ -134,9 +134,9 @@ struct SpeculativeParams {
   bool adaptive = true;
   // Fast-forward, with a constraint (an error without one): where the grammar allows exactly one
   // byte at a time (the rest of a property name, "\": "), that text is tokenized and drafted (up
-  // to 15 tokens a step, fewer after rejections), and verified like any draft under the grammar's mask, so the
-  // output is the one decoding token by token gives. Where nothing is forced, `method` drafts
-  // (kNone: a plain step). docs/constraints.md.
+  // to 15 tokens a step, fewer after rejections), and verified like any draft under the grammar's
+  // mask, so the output is the one decoding token by token gives. Where nothing is forced,
+  // `method` drafts (kNone: a plain step). docs/constraints.md.
   bool fast_forward = false;
 };
 
