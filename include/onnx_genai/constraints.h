@@ -108,6 +108,12 @@ class ConstraintMatcher {
   Status accept_bytes(std::string_view bytes);
   // Whether the text so far is a whole sentence (a stop token may come now).
   bool is_complete() const;
+  // The bytes every continuation of the text begins with, up to `most`: walks on while exactly
+  // one byte may come next and nothing else may (the text is not complete, so no stop token; no
+  // token the grammar names). Empty where several bytes may follow or the text may end, e.g. where
+  // a terminal may end or go on. What generation may draft without sampling (fast-forward);
+  // the matcher does not move.
+  Result<std::string> forced_bytes(size_t most) const;
   // Whether a stop token was accepted: nothing but another stop token may follow.
   bool is_terminated() const { return history_.back().terminated; }
   // Undoes the last `count` accept_token / accept_bytes calls.

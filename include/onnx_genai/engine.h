@@ -64,8 +64,8 @@ struct RequestParams {
   bool ignore_eos = false;
   bool skip_special_tokens = true;
   std::optional<ConstraintSpec> constraint;  // structured output, as GeneratorParams::constraint
-  // Speculative decoding for this request, as GeneratorParams::speculative (not with a constraint):
-  // its drafts are verified inside the step's one decoder run, beside the other requests' tokens.
+  // Speculative decoding and fast-forward for this request, as GeneratorParams::speculative: its
+  // drafts are verified inside the step's one decoder run, beside the other requests' tokens.
   SpeculativeParams speculative;
   int priority = 0;              // higher is scheduled first; FCFS among equals
   uint64_t cache_salt = 0;       // requests with different salts never share cached blocks
@@ -88,6 +88,7 @@ struct EngineStats {
   int64_t scheduled_tokens = 0;   // tokens fed to the decoder, all steps
   int64_t preemptions = 0;
   int64_t drafted_tokens = 0, accepted_tokens = 0;  // speculative decoding, all requests
+  int64_t forced_drafted_tokens = 0, forced_accepted_tokens = 0;  // of those, fast-forward's
   int64_t prefix_queries = 0, prefix_hits = 0, prefix_evictions = 0;  // in blocks
   int64_t kv_blocks = 0, kv_blocks_used = 0, block_size = 0;
   // Positions of the requests' blocks that hold no token yet (the tails of their last blocks):

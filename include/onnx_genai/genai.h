@@ -132,6 +132,12 @@ struct SpeculativeParams {
   // Per sequence: K grows while whole drafts are accepted and shrinks when they are not; at K = 1
   // a low acceptance rate pauses drafting for a while (plain steps), then it tries again.
   bool adaptive = true;
+  // Fast-forward, with a constraint (an error without one): where the grammar allows exactly one
+  // byte at a time (the rest of a property name, "\": "), that text is tokenized and drafted (up
+  // to 15 tokens a step, fewer after rejections), and verified like any draft under the grammar's
+  // mask, so the output is the one decoding token by token gives. Where nothing is forced,
+  // `method` drafts (kNone: a plain step). docs/constraints.md.
+  bool fast_forward = false;
 };
 
 struct GeneratorParams {
@@ -170,6 +176,9 @@ struct GenerationStats {
   int64_t speculative_steps = 0;
   int64_t drafted_tokens = 0;
   int64_t accepted_tokens = 0;
+  // Of those, fast-forward's drafts (the text a constraint forces) and their accepted tokens.
+  int64_t forced_drafted_tokens = 0;
+  int64_t forced_accepted_tokens = 0;
   double drafting_seconds = 0;
 };
 

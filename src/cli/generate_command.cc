@@ -75,12 +75,12 @@ void print_stats(const genai::Model& model, const genai::Generator& generator, d
   const auto rate = [](double count, double seconds) { return seconds > 0 ? count / seconds : 0.0; };
   const size_t generated = generator.tokens(0).size() - generator.prompt_length(0);
   std::fprintf(stderr,
-               "load %.1f ms; prefill %lld tokens in %.1f ms (%.1f tok/s); decode %lld tokens in %.1f ms (%.1f tok/s); "
+               "load %.1f ms; prefill %lld tokens in %.1f ms (%.1f tok/s); decode %lld tokens in %lld steps, %.1f ms (%.1f tok/s); "
                "sampling %.1f ms; %zu tokens generated (%s); plans compiled %lld, cache hits %lld; KV capacity %lld "
                "positions after %lld growths\n",
                load_seconds * 1e3, static_cast<long long>(g.prefill_tokens), g.prefill_seconds * 1e3,
                rate(static_cast<double>(g.prefill_tokens), g.prefill_seconds), static_cast<long long>(g.decode_tokens),
-               g.decode_seconds * 1e3, rate(static_cast<double>(g.decode_tokens), g.decode_seconds), g.sampling_seconds * 1e3,
+               static_cast<long long>(g.decode_steps), g.decode_seconds * 1e3, rate(static_cast<double>(g.decode_tokens), g.decode_seconds), g.sampling_seconds * 1e3,
                generated, std::string(genai::finish_reason_name(generator.finish_reason(0))).c_str(),
                static_cast<long long>(s.plans_compiled), static_cast<long long>(s.plan_cache_hits),
                static_cast<long long>(generator.kv_capacity()), static_cast<long long>(generator.kv_growths()));
@@ -113,6 +113,7 @@ int run_generate(std::span<const std::string> args) {
   auto speculative = load_speculative(options->speculative, model_options);
   if (!speculative.is_ok()) return report(kExitBadInput, speculative.status().message());
   params.speculative = speculative->params;
+  params.speculative.fast_forward = options->fast_forward;
   auto generator = genai::Generator::create(**model, params);
   if (!generator.is_ok()) return report(kExitBadInput, generator.status().message());
 

@@ -78,7 +78,7 @@ OptionTable option_table(GenerateOptions& o) {
   };
   table.flags = {{"--chat", &o.chat},     {"--greedy", &o.greedy}, {"--ignore-eos", &o.ignore_eos},
                  {"--truncate", &o.truncate}, {"--stream", &o.stream}, {"--stats", &o.stats},
-                 {"--json-object", &o.json_object}};
+                 {"--json-object", &o.json_object}, {"--fast-forward", &o.fast_forward}};
   add_model_options(table, o.model);
   add_input_limit_option(table, o.max_input_bytes);
   add_speculative_options(table, o.speculative);
@@ -95,6 +95,11 @@ Result<GenerateOptions> parse_generate_options(std::span<const std::string> args
           int(options.grammar_file.has_value()) >
       1) {
     return OG_ERROR("--json-schema, --json-object, --regex and --grammar exclude each other");
+  }
+  if (options.fast_forward && !options.json_schema_file && !options.json_object && !options.regex &&
+      !options.grammar_file) {
+    return OG_ERROR("--fast-forward drafts the text a constraint forces: it needs --json-schema, --json-object, "
+                    "--regex or --grammar");
   }
   return options;
 }

@@ -5,8 +5,9 @@
 //   [--ignore-eos] [--prefill-chunk N] [--truncate] [--threads N] [--device cpu|cuda[:N]]
 //   [--mask-at-capacity on|off]
 //   [--stream] [--stats] [--max-input-bytes N]
-//   [--json-schema FILE | --json-object | --regex RE | --grammar FILE]
-//                                                       (structured output, include/onnx_genai/constraints.h)
+//   [--json-schema FILE | --json-object | --regex RE | --grammar FILE] [--fast-forward]
+//                                                       (structured output, include/onnx_genai/constraints.h;
+//                                                        fast-forward: genai::SpeculativeParams::fast_forward)
 //   [--num-beams N] [--length-penalty F] [--early-stopping true|false|never] [--num-return-sequences N]
 //                                                       (beam search, genai::BeamSearchParams)
 //   [--speculative ngram|DRAFT_DIR] [--draft-tokens K] [--ngram-max N]
@@ -50,6 +51,7 @@ struct GenerateOptions {
   bool json_object = false;                     // output any JSON object
   std::optional<std::string> regex;             // output matching this regex in full
   std::optional<std::string> grammar_file;      // output a sentence of this Lark-style grammar
+  bool fast_forward = false;                    // draft the text the constraint forces
   std::optional<int32_t> num_beams, num_return_sequences;
   std::optional<float> length_penalty;
   std::optional<genai::EarlyStopping> early_stopping;

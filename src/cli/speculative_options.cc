@@ -32,18 +32,27 @@ Result<SpeculativeSetup> load_speculative(const SpeculativeOptions& options, con
 }
 
 std::string speculative_summary(const genai::SpeculativeParams& params, const genai::GenerationStats& stats) {
-  if (params.method == genai::SpeculativeMethod::kNone) return "";
+  const bool proposer = params.method != genai::SpeculativeMethod::kNone;
+  if (!proposer && !params.fast_forward) return "";
   const auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
   const auto steps = static_cast<double>(stats.speculative_steps);
-  char line[256];
+  const std::string who = !proposer ? std::string("fast-forward")
+                                    : "speculative " + std::string(genai::speculative_method_name(params.method)) +
+                                          (params.fast_forward ? " + fast-forward" : "");
+  char forced[128] = "";
+  if (params.fast_forward) {
+    std::snprintf(forced, sizeof forced, "; forced text %lld drafted, %lld accepted",
+                  static_cast<long long>(stats.forced_drafted_tokens), static_cast<long long>(stats.forced_accepted_tokens));
+  }
+  char line[384];
   std::snprintf(line, sizeof line,
-                "speculative %s: %lld verify steps, %lld drafted, %lld accepted (%.1f%%), mean accepted length %.2f, "
-                "drafting %.1f ms",
-                std::string(genai::speculative_method_name(params.method)).c_str(),
+                "%s: %lld verify steps, %lld drafted, %lld accepted (%.1f%%), mean accepted length %.2f, "
+                "drafting %.1f ms%s",
+                who.c_str(),
                 static_cast<long long>(stats.speculative_steps), static_cast<long long>(stats.drafted_tokens),
                 static_cast<long long>(stats.accepted_tokens),
                 100.0 * ratio(static_cast<double>(stats.accepted_tokens), static_cast<double>(stats.drafted_tokens)),
-                ratio(static_cast<double>(stats.accepted_tokens), steps), stats.drafting_seconds * 1e3);
+                ratio(static_cast<double>(stats.accepted_tokens), steps), stats.drafting_seconds * 1e3, forced);
   return line;
 }
 

@@ -30,8 +30,9 @@ struct SpeculativeSetup {
 };
 Result<SpeculativeSetup> load_speculative(const SpeculativeOptions& options, const genai::ModelOptions& model_options);
 
-// "speculative ngram: 40 steps, 120 drafted, 95 accepted (79.2%), 2.38 tokens per step" (empty
-// without speculation).
+// "speculative ngram: 40 verify steps, 120 drafted, 95 accepted (79.2%), mean accepted length
+// 2.38, drafting 0.4 ms", with "; forced text 30 drafted, 30 accepted" under fast-forward (empty
+// without either).
 std::string speculative_summary(const genai::SpeculativeParams& params, const genai::GenerationStats& stats);
 
 }  // namespace onnx_genai::cli

@@ -252,6 +252,33 @@ bool ConstraintMatcher::is_complete() const {
   return shared.automaton.accepting(history_.back().state);
 }
 
+Result<std::string> ConstraintMatcher::forced_bytes(size_t most) const {
+  std::string forced;
+  if (history_.back().terminated) return forced;
+  CompiledState& shared = compiled_->state();
+  std::lock_guard lock(shared.mutex);
+  Automaton& automaton = shared.automaton;
+  int32_t state = history_.back().state;
+  while (forced.size() < most && !automaton.accepting(state) && automaton.tokens_at(state).empty()) {
+    // The automaton refuses a byte only when no sentence continues with it, so a single byte it
+    // takes is one every sentence takes here (a dead end included: the mask would force it too).
+    int32_t only = Automaton::kDead;
+    int ways = 0;
+    uint8_t byte = 0;
+    for (int b = 0; b < 256 && ways < 2; ++b) {
+      OG_ASSIGN_OR_RETURN(const int32_t next, automaton.next(state, static_cast<uint8_t>(b)));
+      if (next == Automaton::kDead) continue;
+      ++ways;
+      only = next;
+      byte = static_cast<uint8_t>(b);
+    }
+    if (ways != 1) break;
+    forced.push_back(static_cast<char>(byte));
+    state = only;
+  }
+  return forced;
+}
+
 Status ConstraintMatcher::rollback(size_t count) {
   if (count > accepted()) return OG_ERROR("constraint: cannot roll back ", count, " steps; ", accepted(), " were taken");
   history_.resize(history_.size() - count);

@@ -179,8 +179,9 @@ Result<std::unique_ptr<Request>> Engine::Impl::make_request(std::vector<int32_t>
   const int64_t min_new_tokens = params.ignore_eos ? 0 : params.min_new_tokens;
   OG_ASSIGN_OR_RETURN(LogitProcessorChain chain,
                       make_generation_chain(params.sampling, min_new_tokens, parts->info.eos_token_ids));
-  if (params.speculative.method != SpeculativeMethod::kNone) {
-    OG_RETURN_IF_ERROR(check_speculative_params(params.speculative, parts->info).with_context("request"));
+  if (speculates(params.speculative)) {
+    OG_RETURN_IF_ERROR(
+        check_speculative_params(params.speculative, parts->info, params.constraint.has_value()).with_context("request"));
     const SpeculativeParams& s = params.speculative;
     if (s.method == SpeculativeMethod::kDraftModel && ModelAccess::parts(*s.draft_model).io.paged) {
       return OG_ERROR("request: the draft model was loaded with a paged KV cache (an Engine's model); a draft decodes "
@@ -188,14 +189,14 @@ Result<std::unique_ptr<Request>> Engine::Impl::make_request(std::vector<int32_t>
     }
   }
   OG_ASSIGN_OR_RETURN(std::shared_ptr<CompiledConstraint> constraint, compile_constraint(*parts, params.constraint));
-  if (constraint) add_constraint_processor(std::move(constraint), chain);
+  if (constraint) add_constraint_processor(constraint, chain);
   r->plain_argmax = takes_plain_argmax(params.sampling, chain);
   OG_ASSIGN_OR_RETURN(Sampler sampler, Sampler::create(params.sampling, static_cast<int32_t>(vocab), std::move(chain)));
   r->sampler.emplace(std::move(sampler));
   if (parts->tokenizer) r->text.emplace(*parts->tokenizer, r->params.stop_strings, params.skip_special_tokens);
-  if (params.speculative.method != SpeculativeMethod::kNone && pool) {
-    OG_ASSIGN_OR_RETURN(r->proposer, make_draft_proposer(params.speculative, params.sampling));
-    r->draft_length.emplace(params.speculative.draft_tokens, params.speculative.adaptive);
+  if (pool) {
+    OG_ASSIGN_OR_RETURN(r->drafter, Drafter::create(params.speculative, params.sampling, std::move(constraint),
+                                                    parts->tokenizer.get()));
   }
   return r;
 }
@@ -301,16 +302,18 @@ int64_t Engine::Impl::tokens_left(const Request& r) const {
 }
 
 // Requests that speculate and are decoding (one token to feed) get a draft appended to their
-// tokens; the scheduler feeds it with that token, or drops it when the step has no room.
+// tokens; the scheduler feeds it with that token, or drops it when the step has no room. A busy
+// engine (speculative_disable_by_batch_size) still takes fast-forward's drafts: they are kept
+// nearly always, so they cost the others no wasted positions, and a request's tokens then do not
+// depend on what else runs.
 Status Engine::Impl::draft_for_running() {
   const int64_t most = options.speculative_disable_by_batch_size;
-  if (most > 0 && static_cast<int64_t>(scheduler->running()) >= most) return Status::ok();
+  const bool busy = most > 0 && static_cast<int64_t>(scheduler->running()) >= most;
   for (auto& [id, r] : requests) {
-    if (!r->proposer || r->finished() || r->pending() != 1 || r->computed == 0) continue;
-    const int64_t count = std::min<int64_t>(r->draft_length->next(), tokens_left(*r) - 1);
-    if (count <= 0) continue;
+    if (!r->drafter || r->finished() || r->pending() != 1 || r->computed == 0) continue;
     Draft draft;
-    OG_RETURN_IF_ERROR(r->proposer->propose(r->tokens, static_cast<int32_t>(count), draft)
+    // Room for the draft and the token after it.
+    OG_RETURN_IF_ERROR(r->drafter->propose(r->history(), tokens_left(*r) - 1, busy, draft)
                            .with_context("request " + std::to_string(id)));
     r->tokens.insert(r->tokens.end(), draft.tokens.begin(), draft.tokens.end());
     r->draft = static_cast<int64_t>(draft.tokens.size());
@@ -337,9 +340,13 @@ Status Engine::Impl::keep_verified(Request& r, std::span<const std::vector<float
                                      return !r.finished();
                                    }));
   scheduler->rewind(r, fed_from + 1 + accepted);
-  r.draft_length->record(static_cast<int32_t>(draft.tokens.size()), static_cast<int32_t>(accepted));
+  r.drafter->record(static_cast<int64_t>(draft.tokens.size()), accepted);
   stats.drafted_tokens += static_cast<int64_t>(draft.tokens.size());
   stats.accepted_tokens += accepted;
+  if (r.drafter->last_forced()) {
+    stats.forced_drafted_tokens += static_cast<int64_t>(draft.tokens.size());
+    stats.forced_accepted_tokens += accepted;
+  }
   return Status::ok();
 }
 

@@ -21,9 +21,8 @@ struct Request : ScheduledState {
   std::optional<Sampler> sampler;
   bool plain_argmax = false;  // its token is the raw logits' argmax (the device may pick it)
   std::optional<genai::TextStream> text;  // reads params.stop_strings: the request stays put in memory
-  // Speculative decoding (params.speculative): who drafts, and how many tokens next.
-  std::unique_ptr<genai::DraftProposer> proposer;
-  std::optional<genai::DraftLength> draft_length;
+  // Speculative decoding and fast-forward (params.speculative): who drafts, and how many tokens.
+  std::unique_ptr<genai::Drafter> drafter;
   std::vector<float> draft_probabilities;  // a sampled draft's distributions (genai::Draft), while draft > 0
   genai::FinishReason reason = genai::FinishReason::kNone;
   const std::chrono::steady_clock::time_point arrived = std::chrono::steady_clock::now();

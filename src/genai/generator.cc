@@ -53,10 +53,10 @@ Status check_params(const GeneratorParams& p, const ModelParts& model) {
     return OG_ERROR("generator: stop strings need the model's tokenizer.json, which the package lacks");
   }
   OG_RETURN_IF_ERROR(check_beam_params(p));
-  if (p.speculative.method != SpeculativeMethod::kNone) {
-    OG_RETURN_IF_ERROR(check_speculative_params(p.speculative, model.info));
+  if (speculates(p.speculative)) {
+    OG_RETURN_IF_ERROR(check_speculative_params(p.speculative, model.info, p.constraint.has_value()));
     if (p.prompts.size() != 1 || p.beam.num_beams > 1) {
-      return OG_ERROR("generator: speculative decoding takes one prompt, without beam search");
+      return OG_ERROR("generator: speculative decoding takes one prompt, without beam search (fast-forward too)");
     }
   }
   if (p.beam.num_beams > 1 && p.beam.early_stopping == EarlyStopping::kNever && p.beam.length_penalty > 0 &&
@@ -175,8 +175,7 @@ struct Generator::Impl {
   std::vector<Sequence> beam_outputs;  // the returned hypotheses, once their prompt is done
   std::vector<float> beam_rows;        // one group's processed log-probs
   // Speculative decoding (params.speculative): one prompt.
-  std::unique_ptr<DraftProposer> proposer;
-  std::optional<DraftLength> draft_length;
+  std::unique_ptr<Drafter> drafter;
   Draft draft;
 };
 
@@ -232,17 +231,15 @@ Status Generator::Impl::init_sequences() {
     }
   }
   if (per_prompt > 1) return init_beam_search();
-  const SpeculativeParams& speculative = params.speculative;
-  if (speculative.method != SpeculativeMethod::kNone) {
+  OG_ASSIGN_OR_RETURN(std::shared_ptr<CompiledConstraint> constraint, compile_constraint(model, params.constraint));
+  if (speculates(params.speculative)) {
     if (!runner.keeps_several_positions()) {
       return OG_ERROR("generator: speculative decoding needs the logits of several positions, but the decoder's output '",
                       model.session->outputs()[model.io.logits_output].name, "' keeps only the last one");
     }
-    OG_ASSIGN_OR_RETURN(proposer, make_draft_proposer(speculative, params.sampling));
-    draft_length.emplace(speculative.draft_tokens, speculative.adaptive);
+    OG_ASSIGN_OR_RETURN(drafter, Drafter::create(params.speculative, params.sampling, constraint, model.tokenizer.get()));
   }
   bool plain_argmax = true, device_sampling = true;
-  OG_ASSIGN_OR_RETURN(std::shared_ptr<CompiledConstraint> constraint, compile_constraint(model, params.constraint));
   for (size_t b = 0; b < rows.size(); ++b) {
     Sequence& row = rows[b];
     SamplingParams sampling = params.sampling;
@@ -262,7 +259,7 @@ Status Generator::Impl::init_sequences() {
   // (device_sampling.h) computed in the graph.
   runner.take_greedy_tokens(plain_argmax);
   // A verify step samples several positions on the host (the graph draws from the last only).
-  runner.take_sampled_tokens(device_sampling && !proposer, params.sampling);
+  runner.take_sampled_tokens(device_sampling && !drafter, params.sampling);
   return Status::ok();
 }
 
@@ -474,11 +471,9 @@ int64_t Generator::Impl::tokens_left(const Sequence& row) const {
 Result<bool> Generator::Impl::speculative_step() {
   Sequence& row = rows[0];
   if (row.finished() || row.size() - row.cached != 1) return false;  // prompt or appended tokens pending
-  // Room for the draft and the token after it.
-  const int64_t count = std::min<int64_t>(draft_length->next(), tokens_left(row) - 1);
-  if (count <= 0) return false;
   const Clock::time_point start = Clock::now();
-  OG_RETURN_IF_ERROR(proposer->propose(row.tokens(), static_cast<int32_t>(count), draft));
+  // Room for the draft and the token after it.
+  OG_RETURN_IF_ERROR(drafter->propose(row.history(), tokens_left(row) - 1, false, draft));
   stats.drafting_seconds += seconds_since(start);
   if (draft.tokens.empty()) return false;
   const auto drafted = static_cast<int64_t>(draft.tokens.size());
@@ -525,7 +520,11 @@ Status Generator::Impl::verify_draft(Sequence& row, int64_t drafted) {
   OG_RETURN_IF_ERROR(cache.rewind(row.cached));
   stats.drafted_tokens += drafted;
   stats.accepted_tokens += accepted;
-  draft_length->record(static_cast<int32_t>(drafted), static_cast<int32_t>(accepted));
+  if (drafter->last_forced()) {
+    stats.forced_drafted_tokens += drafted;
+    stats.forced_accepted_tokens += accepted;
+  }
+  drafter->record(drafted, accepted);
   stats.sampling_seconds += seconds_since(start);
   return Status::ok();
 }
@@ -547,7 +546,7 @@ Generator::~Generator() = default;
 
 Status Generator::generate_next() {
   if (is_done()) return OG_ERROR("generator: every sequence has finished (rewind or append tokens to continue)");
-  if (impl_->proposer) {
+  if (impl_->drafter) {
     OG_ASSIGN_OR_RETURN(const bool drafted, impl_->speculative_step());
     if (drafted) return Status::ok();
   }

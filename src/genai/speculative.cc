@@ -2,15 +2,10 @@
 
 #include <algorithm>
 
+#include "genai/forced_text.h"
 #include "sampling/softmax.h"
 
 namespace onnx_genai::genai {
-
-namespace {
-
-constexpr int32_t kMostDraftTokens = 15;  // verify steps stay within kMaxStepWidthAtCapacity
-
-}  // namespace
 
 std::string_view speculative_method_name(SpeculativeMethod method) {
   switch (method) {
@@ -21,7 +16,11 @@ std::string_view speculative_method_name(SpeculativeMethod method) {
   return "none";
 }
 
-Status check_speculative_params(const SpeculativeParams& p, const ModelInfo& target) {
+Status check_speculative_params(const SpeculativeParams& p, const ModelInfo& target, bool constrained) {
+  if (p.fast_forward && !constrained) {
+    return OG_ERROR("speculative: fast_forward drafts the text a constraint forces, and no constraint is set");
+  }
+  if (p.method == SpeculativeMethod::kNone) return Status::ok();
   if (p.draft_tokens < 1 || p.draft_tokens > kMostDraftTokens) {
     return OG_ERROR("speculative: draft_tokens must be in [1, ", kMostDraftTokens, "], got ", p.draft_tokens);
   }
@@ -39,17 +38,9 @@ Status check_speculative_params(const SpeculativeParams& p, const ModelInfo& tar
   return Status::ok();
 }
 
-Result<std::unique_ptr<DraftProposer>> make_draft_proposer(const SpeculativeParams& p, const SamplingParams& target) {
-  switch (p.method) {
-    case SpeculativeMethod::kNgram: return std::unique_ptr<DraftProposer>(new NgramProposer(p.ngram_min, p.ngram_max));
-    case SpeculativeMethod::kDraftModel: return std::unique_ptr<DraftProposer>(new DraftModelProposer(*p.draft_model, target));
-    case SpeculativeMethod::kNone: break;
-  }
-  return OG_ERROR("internal error: no proposer for speculative method none");
-}
-
-Status NgramProposer::propose(std::span<const int32_t> tokens, int32_t count, Draft& draft) {
+Status NgramProposer::propose(const TokenHistory& history, int32_t count, Draft& draft) {
   draft.clear();
+  const std::span<const int32_t> tokens = history.tokens;
   const auto length = static_cast<int64_t>(tokens.size());
   for (int64_t n = std::min<int64_t>(ngram_max_, length - 1); n >= ngram_min_; --n) {
     const std::span<const int32_t> suffix = tokens.last(static_cast<size_t>(n));
@@ -128,8 +119,9 @@ Status DraftModelProposer::catch_up(std::span<const int32_t> tokens) {
   return Status::ok();
 }
 
-Status DraftModelProposer::propose(std::span<const int32_t> tokens, int32_t count, Draft& draft) {
+Status DraftModelProposer::propose(const TokenHistory& history, int32_t count, Draft& draft) {
   draft.clear();
+  const std::span<const int32_t> tokens = history.tokens;
   // The draft model's own context may be shorter than the target's: no draft past it.
   const int64_t context = model_.info().context_length;
   if (context > 0) count = static_cast<int32_t>(std::min<int64_t>(count, context - 1 - static_cast<int64_t>(tokens.size())));
@@ -165,6 +157,47 @@ Result<int64_t> verify_draft(const Draft& draft, std::span<const int32_t> argmax
     ++accepted;
   }
   return accepted;
+}
+
+Result<std::unique_ptr<Drafter>> Drafter::create(const SpeculativeParams& p, const SamplingParams& target,
+                                                 std::shared_ptr<CompiledConstraint> constraint,
+                                                 const Tokenizer* tokenizer) {
+  if (!speculates(p)) return std::unique_ptr<Drafter>();
+  auto drafter = std::make_unique<Drafter>();
+  if (p.fast_forward) {
+    if (!constraint || tokenizer == nullptr) return OG_ERROR("internal error: fast-forward without a constraint");
+    drafter->forced_ = std::make_unique<ForcedTextProposer>(std::move(constraint), *tokenizer);
+  }
+  switch (p.method) {
+    case SpeculativeMethod::kNgram: drafter->proposer_ = std::make_unique<NgramProposer>(p.ngram_min, p.ngram_max); break;
+    case SpeculativeMethod::kDraftModel: drafter->proposer_ = std::make_unique<DraftModelProposer>(*p.draft_model, target); break;
+    case SpeculativeMethod::kNone: break;
+  }
+  if (drafter->proposer_) drafter->length_.emplace(p.draft_tokens, p.adaptive);
+  return drafter;
+}
+
+Status Drafter::propose(const TokenHistory& history, int64_t room, bool forced_only, Draft& draft) {
+  draft.clear();
+  last_forced_ = false;
+  if (room <= 0) return Status::ok();
+  if (forced_) {
+    OG_RETURN_IF_ERROR(forced_->propose(history, static_cast<int32_t>(std::min(room, forced_length_)), draft));
+    last_forced_ = !draft.tokens.empty();
+    if (last_forced_) return Status::ok();
+  }
+  if (!proposer_ || forced_only) return Status::ok();
+  const int64_t count = std::min<int64_t>(length_->next(), room);
+  if (count <= 0) return Status::ok();
+  return proposer_->propose(history, static_cast<int32_t>(count), draft);
+}
+
+void Drafter::record(int64_t drafted, int64_t accepted) {
+  if (last_forced_) {
+    forced_length_ = accepted == drafted ? std::min<int64_t>(kMostDraftTokens, 2 * forced_length_) : accepted + 1;
+    return;
+  }
+  if (length_) length_->record(static_cast<int32_t>(drafted), static_cast<int32_t>(accepted));
 }
 
 int32_t DraftLength::next() {

@@ -1,14 +1,17 @@
-// Speculative decoding's pieces for the Generator (GeneratorParams::speculative): the proposers
-// that draft tokens, and the rule that sets how many to draft.
+// Speculative decoding's pieces for the Generator and the Engine (GeneratorParams::speculative):
+// the proposers that draft tokens, the rule that sets how many to draft, and the Drafter that
+// picks a sequence's proposer each step.
 //
-// Prompt lookup drafts with certainty (a one-point draft distribution); a draft model samples
-// its draft when the model samples, and hands over the distribution of each drafted token, which
-// the verification needs beside the target's (Sampler::sample_given_draft). EAGLE/MTP heads
-// reading the target's hidden states fit the same interface.
+// Prompt lookup and fast-forward (forced_text.h) draft with certainty (a one-point draft
+// distribution); a draft model samples its draft when the model samples, and hands over the
+// distribution of each drafted token, which the verification needs beside the target's
+// (Sampler::sample_given_draft). EAGLE/MTP heads reading the target's hidden states fit the same
+// interface.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -16,6 +19,9 @@
 #include "onnx_genai/genai.h"
 
 namespace onnx_genai::genai {
+
+// The most tokens one verify step drafts: it then stays within kMaxStepWidthAtCapacity.
+inline constexpr int32_t kMostDraftTokens = 15;
 
 struct Draft {
   std::vector<int32_t> tokens;
@@ -38,9 +44,9 @@ struct Draft {
 class DraftProposer {
  public:
   virtual ~DraftProposer() = default;
-  // Up to `count` tokens likely to follow `tokens` (the sequence so far, prompt included) into
-  // `draft`; fewer, or none, when it has no guess.
-  virtual Status propose(std::span<const int32_t> tokens, int32_t count, Draft& draft) = 0;
+  // Up to `count` tokens likely to follow `history` (the sequence so far: the prompt, then the
+  // generated tokens up to the last sampled one) into `draft`; fewer, or none, when it has no guess.
+  virtual Status propose(const TokenHistory& history, int32_t count, Draft& draft) = 0;
 };
 
 // Prompt lookup decoding (Saxena 2023): the text's last n tokens, for n from ngram_max down to
@@ -50,7 +56,7 @@ class DraftProposer {
 class NgramProposer final : public DraftProposer {
  public:
   NgramProposer(int32_t ngram_min, int32_t ngram_max) : ngram_min_(ngram_min), ngram_max_(ngram_max) {}
-  Status propose(std::span<const int32_t> tokens, int32_t count, Draft& draft) override;
+  Status propose(const TokenHistory& history, int32_t count, Draft& draft) override;
 
  private:
   int32_t ngram_min_, ngram_max_;
@@ -67,7 +73,7 @@ class NgramProposer final : public DraftProposer {
 class DraftModelProposer final : public DraftProposer {
  public:
   DraftModelProposer(const Model& model, const SamplingParams& target);
-  Status propose(std::span<const int32_t> tokens, int32_t count, Draft& draft) override;
+  Status propose(const TokenHistory& history, int32_t count, Draft& draft) override;
 
  private:
   Status catch_up(std::span<const int32_t> tokens);
@@ -79,8 +85,12 @@ class DraftModelProposer final : public DraftProposer {
   std::unique_ptr<Generator> generator_;
 };
 
-Status check_speculative_params(const SpeculativeParams& params, const ModelInfo& target);
-Result<std::unique_ptr<DraftProposer>> make_draft_proposer(const SpeculativeParams& params, const SamplingParams& target);
+// Whether `params` asks for drafts at all (a proposer, fast-forward or both).
+inline bool speculates(const SpeculativeParams& params) {
+  return params.method != SpeculativeMethod::kNone || params.fast_forward;
+}
+// `constrained`: whether the sequence has a constraint (fast-forward needs one).
+Status check_speculative_params(const SpeculativeParams& params, const ModelInfo& target, bool constrained);
 
 // The tokens a verify step yields: at each position 0..draft size the model's own pick (`argmax`
 // when the graph took the plain argmax at each, else from `logits_at(position)`'s row through
@@ -112,6 +122,35 @@ class DraftLength {
   bool adaptive_;
   double acceptance_ = 1.0;  // moving average of accepted / drafted at K = 1
   int32_t pause_left_ = 0, next_pause_ = kFirstPause;
+};
+
+// Who drafts for one sequence. With fast-forward, the text the constraint forces comes first.
+// With a model that spells text as its tokenizer does it is kept nearly always, so it is drafted
+// whole (up to kMostDraftTokens) whatever DraftLength says, and its outcome does not move
+// DraftLength. A model that spells it in other pieces (a small one, unfamiliar words) rejects
+// much of it, and a long rejected draft costs a wide verify step: after a rejection the next
+// forced draft is one token longer than what was kept, and it doubles after a whole one is kept.
+// Where nothing is forced, the method's proposer drafts as DraftLength allows.
+class Drafter {
+ public:
+  // Null when `params` asks for no drafts. `constraint` (with the model's tokenizer) is the
+  // sequence's, needed for fast-forward.
+  static Result<std::unique_ptr<Drafter>> create(const SpeculativeParams& params, const SamplingParams& target,
+                                                 std::shared_ptr<CompiledConstraint> constraint,
+                                                 const Tokenizer* tokenizer);
+  // The draft after `history`: at most `room` tokens (those the sequence may still take, less the
+  // one after the draft); `forced_only` leaves out the method's proposer (a busy engine).
+  Status propose(const TokenHistory& history, int64_t room, bool forced_only, Draft& draft);
+  // After the last draft was verified.
+  void record(int64_t drafted, int64_t accepted);
+  // Whether the last draft was forced text (fast-forward).
+  bool last_forced() const { return last_forced_; }
+
+ private:
+  std::unique_ptr<DraftProposer> forced_, proposer_;
+  std::optional<DraftLength> length_;
+  int64_t forced_length_ = kMostDraftTokens;  // the most tokens of the next forced draft
+  bool last_forced_ = false;
 };
 
 }  // namespace onnx_genai::genai

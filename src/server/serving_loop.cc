@@ -69,13 +69,10 @@ int64_t ServingLoop::in_flight() const {
 
 Result<uint64_t> ServingLoop::submit(std::vector<int32_t> prompt, const genai::RequestParams& params,
                                      const std::shared_ptr<Mailbox>& mailbox) {
-  genai::RequestParams speculating;
-  const bool speculates = speculative_.method != genai::SpeculativeMethod::kNone;
-  if (speculates) {
-    speculating = params;
-    speculating.speculative = speculative_;
-  }
-  OG_ASSIGN_OR_RETURN(const uint64_t id, engine_->add_request(std::move(prompt), speculates ? speculating : params));
+  genai::RequestParams speculating = params;
+  if (speculative_.method != genai::SpeculativeMethod::kNone) speculating.speculative = speculative_;
+  speculating.speculative.fast_forward = speculative_.fast_forward && params.constraint.has_value();
+  OG_ASSIGN_OR_RETURN(const uint64_t id, engine_->add_request(std::move(prompt), speculating));
   mailbox->expect();
   {
     std::lock_guard lock(mutex_);

@@ -53,7 +53,8 @@ class Mailbox {
 class ServingLoop {
  public:
   // `max_requests`: requests queued or running at once; submit() refuses more (has_room()).
-  // `speculative`: the server's speculative decoding, given to every request without a constraint.
+  // `speculative`: the server's speculative decoding, given to every request; its fast_forward
+  // goes to the requests with a constraint (response_format, a forced tool call) only.
   ServingLoop(std::unique_ptr<genai::Engine> engine, int64_t max_requests, genai::SpeculativeParams speculative = {});
   ~ServingLoop();  // aborts what is left and joins the thread
   ServingLoop(const ServingLoop&) = delete;

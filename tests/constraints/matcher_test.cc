@@ -1,5 +1,6 @@
 // The matcher's contract: masks against accept_token, stop tokens only on complete text,
-// special tokens never, rollback, and schema errors that name the keyword and where it is.
+// special tokens never, rollback, forced bytes, and schema errors that name the keyword and where
+// it is.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -93,6 +94,69 @@ TEST(Matcher, RollbackRestoresEarlierStates) {
   for (size_t k = ids.size() - 2; k < ids.size(); ++k) ASSERT_TRUE(m.accept_token(ids[k]).is_ok());
   EXPECT_TRUE(m.is_complete());
   EXPECT_FALSE(m.accept_token(-1).is_ok());
+}
+
+// The forced bytes after `prefix` (fed as bytes), up to `most`.
+std::string forced_after(const std::shared_ptr<CompiledConstraint>& compiled, const std::string& prefix, size_t most = 64) {
+  ConstraintMatcher m(compiled);
+  EXPECT_TRUE(m.accept_bytes(prefix).is_ok()) << prefix;
+  const size_t accepted = m.accepted();
+  auto forced = m.forced_bytes(most);
+  EXPECT_TRUE(forced.is_ok()) << forced.status().message();
+  EXPECT_EQ(m.accepted(), accepted) << "forced_bytes moved the matcher";
+  return forced.is_ok() ? *forced : "<error>";
+}
+
+TEST(Matcher, ForcedBytesRunWhileOneByteMayCome) {
+  const TestVocabulary& v = test_vocabulary("qwen3");
+  // A closed object with one property: its key is forced once the object opens, and up to the
+  // colon, where whitespace may come; inside the string value nothing is.
+  auto schema = compile(v, ConstraintKind::kJsonSchema,
+                        R"({"type":"object","properties":{"customer_name":{"type":"string"}},)"
+                        R"("required":["customer_name"],"additionalProperties":false})");
+  EXPECT_EQ(forced_after(schema, ""), "{");
+  EXPECT_EQ(forced_after(schema, "{\""), "customer_name\"");
+  EXPECT_EQ(forced_after(schema, "{\"cust"), "omer_name\"");
+  EXPECT_EQ(forced_after(schema, "{\"cust", 3), "ome");
+  EXPECT_EQ(forced_after(schema, "{\"customer_name\""), "");
+  EXPECT_EQ(forced_after(schema, "{\"customer_name\": \"ab"), "");
+  // Two properties in either order: the first byte of a key chooses, then the rest is forced.
+  auto two = compile(v, ConstraintKind::kJsonSchema,
+                     R"({"type":"object","properties":{"alpha":{"type":"integer"},"beta":{"type":"integer"}},)"
+                     R"("required":["alpha","beta"],"additionalProperties":false})");
+  EXPECT_EQ(forced_after(two, "{\""), "");
+  EXPECT_EQ(forced_after(two, "{\"b"), "eta\"");
+  EXPECT_EQ(forced_after(two, "{\"beta\":1,\""), "alpha\"");
+  // A regex: up to where it may end (a stop token may come) or branch.
+  auto regex = compile(v, ConstraintKind::kRegex, "id-[0-9]+:done(!)?");
+  EXPECT_EQ(forced_after(regex, ""), "id-");
+  EXPECT_EQ(forced_after(regex, "id-4"), "");  // another digit or ':'
+  EXPECT_EQ(forced_after(regex, "id-4:"), "done");
+  EXPECT_EQ(forced_after(regex, "id-4:done"), "");  // complete: it may end here
+  // A non-ASCII character is forced whole.
+  auto unicode = compile(v, ConstraintKind::kRegex, "\u00e9t\u00e9 [a-z]");
+  EXPECT_EQ(forced_after(unicode, ""), "\xc3\xa9t\xc3\xa9 ");
+}
+
+TEST(Matcher, NothingIsForcedWhereATerminalMayEndOrGoOn) {
+  const TestVocabulary& v = test_vocabulary("qwen3");
+  // NAME takes the longest match: after "let x" it may go on ([a-z]) or end (the space).
+  auto lark = compile(v, ConstraintKind::kLarkGrammar, "start: \"let \" NAME \" = \" INT \";\"\nNAME: /[a-z]+/\nINT: /[0-9]+/\n");
+  EXPECT_EQ(forced_after(lark, ""), "let ");
+  EXPECT_EQ(forced_after(lark, "let "), "");
+  EXPECT_EQ(forced_after(lark, "let x"), "");
+  EXPECT_EQ(forced_after(lark, "let x "), "= ");
+  EXPECT_EQ(forced_after(lark, "let x = 12"), "");
+  EXPECT_EQ(forced_after(lark, "let x = 12;"), "");  // complete
+  // After "ab" the terminal may end or go on, but the byte after it is 'c' either way (and an
+  // ended AB followed by "c" would have matched longer): forced, through to the only sentence.
+  auto guard = compile(v, ConstraintKind::kLarkGrammar, "start: AB \"c\"\nAB: /abc?/\n");
+  EXPECT_EQ(forced_after(guard, "a"), "bcc");
+  EXPECT_TRUE(accepts_bytes(guard, "abcc"));
+  // A token the grammar names may come: nothing is forced, though no byte may.
+  auto named = compile(v, ConstraintKind::kLarkGrammar, "start: \"ok\" <|im_end|>\n");
+  EXPECT_EQ(forced_after(named, ""), "ok");
+  EXPECT_EQ(forced_after(named, "ok"), "");
 }
 
 TEST(Matcher, RefusedSchemasNameTheKeywordAndWhere) {

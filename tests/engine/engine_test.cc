@@ -5,6 +5,7 @@
 //     preempted, and shared prompt prefixes (prefix-cache hits), they are the same again;
 //   - seeded sampling draws the same tokens alone and batched;
 //   - speculating requests (prompt lookup, a draft model) batched with plain ones keep their tokens;
+//   - fast-forwarded constrained requests keep their tokens in fewer steps;
 //   - abort and finish free every block; bad requests are refused with a message.
 #include <gtest/gtest.h>
 
@@ -312,6 +313,58 @@ TEST_F(EngineTest, ConstrainedRequestsMatchTheGenerator) {
   for (size_t i = 0; i < specs.size(); ++i) EXPECT_EQ(speculated[i].tokens, want[i]) << "speculating, constraint " << i;
 }
 
+// Fast-forward (SpeculativeParams::fast_forward): constrained requests batched with plain ones
+// keep their greedy tokens and take fewer steps; seeded sampling draws the same tokens alone and
+// batched, also in an engine busy enough to stop other drafts (forced text is still drafted).
+const char* const kLongKeys =
+    R"({"type":"object","properties":{"customer_identification_number":{"type":"integer","minimum":0,"maximum":999},)"
+    R"("shipping_address_first_line":{"type":"string","maxLength":12},"is_priority_delivery":{"type":"boolean"}},)"
+    R"("required":["customer_identification_number","shipping_address_first_line","is_priority_delivery"],)"
+    R"("additionalProperties":false})";
+
+TEST_F(EngineTest, FastForwardKeepsTheTokensInFewerSteps) {
+  auto engine = Engine::load(kModel, options());
+  ASSERT_TRUE(engine.is_ok());
+  const auto ids = encode_all((*engine)->model());
+  std::vector<RequestParams> params(ids.size(), greedy(80));
+  for (size_t i = 0; i < ids.size(); i += 2) params[i].constraint = ConstraintSpec{ConstraintKind::kJsonSchema, kLongKeys};
+  const std::vector<int> arrivals = {0, 0, 1, 0, 2, 3, 3, 4};
+  const EngineStats before = (*engine)->stats();
+  const auto plain = run_all(**engine, ids, {}, arrivals, &params);
+  const EngineStats middle = (*engine)->stats();
+  for (size_t i = 0; i < ids.size(); i += 2) params[i].speculative.fast_forward = true;
+  const auto fast = run_all(**engine, ids, {}, arrivals, &params);
+  const EngineStats after = (*engine)->stats();
+  for (size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(fast[i].tokens, plain[i].tokens) << "prompt " << i;
+  EXPECT_EQ(middle.drafted_tokens, before.drafted_tokens);
+  EXPECT_GT(after.forced_accepted_tokens, 0);
+  EXPECT_EQ(after.forced_drafted_tokens, after.drafted_tokens);
+  // Alone (the batch's steps are its longest request's), a fast-forwarded request takes fewer.
+  int64_t steps[2];
+  for (const bool forward : {false, true}) {
+    params[0].speculative.fast_forward = forward;
+    const int64_t start = (*engine)->stats().steps;
+    EXPECT_EQ(run_all(**engine, {ids[0]}, params[0], {0})[0].tokens, plain[0].tokens);
+    steps[forward] = (*engine)->stats().steps - start;
+  }
+  EXPECT_LT(steps[1], steps[0]);
+
+  for (const int64_t busy : {0, 2}) {
+    EngineOptions o = options();
+    o.speculative_disable_by_batch_size = busy;
+    auto sampling = Engine::load(kModel, o);
+    ASSERT_TRUE(sampling.is_ok());
+    std::vector<RequestParams> seeded = seeded_sampling(ids.size(), 700);
+    for (RequestParams& p : seeded) {
+      p.max_new_tokens = 60;
+      p.constraint = ConstraintSpec{ConstraintKind::kJsonSchema, kLongKeys};
+      p.speculative.fast_forward = true;
+    }
+    expect_alone_equals_batched(**sampling, ids, seeded);
+    EXPECT_GT((*sampling)->stats().forced_accepted_tokens, 0) << "busy " << busy;
+  }
+}
+
 TEST_F(EngineTest, AbortFreesBlocksAndReportsTheRequest) {
   auto engine = Engine::load(kModel, options());
   ASSERT_TRUE(engine.is_ok());
@@ -359,6 +412,9 @@ TEST_F(EngineTest, BadRequestsAreRefusedWithTheReason) {
   speculative.speculative.method = SpeculativeMethod::kNgram;
   speculative.speculative.draft_tokens = 16;
   EXPECT_TRUE(contains((*engine)->add_request({1, 2}, speculative).status(), "draft_tokens must be in [1, 15]"));
+  RequestParams unconstrained = greedy(4);
+  unconstrained.speculative.fast_forward = true;
+  EXPECT_TRUE(contains((*engine)->add_request({1, 2}, unconstrained).status(), "no constraint is set"));
   EngineOptions zero = options();
   zero.max_num_seqs = 0;
   EXPECT_TRUE(contains(Engine::load(kModel, zero).status(), "max_num_seqs"));

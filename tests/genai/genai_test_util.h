@@ -159,4 +159,27 @@ inline std::filesystem::path build_model_with_test_tokenizer(const ParityFixture
   return dir;
 }
 
+// One sequence generated to the end: its tokens (prompt included), streamed text, finish reason
+// and stats.
+struct GenerationOutcome {
+  std::vector<int32_t> tokens;
+  std::string text;
+  genai::FinishReason reason = genai::FinishReason::kNone;
+  genai::GenerationStats stats;
+};
+
+inline GenerationOutcome generate(const genai::Model& model, const genai::GeneratorParams& params) {
+  GenerationOutcome run;
+  auto g = genai::Generator::create(model, params);
+  EXPECT_TRUE(g.is_ok()) << g.status().message();
+  if (!g.is_ok()) return run;
+  const Status status = (*g)->generate([&](size_t, std::string_view piece) { run.text += piece; });
+  EXPECT_TRUE(status.is_ok()) << status.message();
+  const std::span<const int32_t> tokens = (*g)->tokens(0);
+  run.tokens.assign(tokens.begin(), tokens.end());
+  run.reason = (*g)->finish_reason(0);
+  run.stats = (*g)->stats();
+  return run;
+}
+
 }  // namespace onnx_genai::testing

@@ -52,26 +52,8 @@ std::vector<std::string> validation_prompts(size_t count, size_t words) {
   return prompts;
 }
 
-struct Outcome {
-  std::vector<int32_t> tokens;
-  std::string text;
-  genai::FinishReason reason = genai::FinishReason::kNone;
-  genai::GenerationStats stats;
-};
-
-Outcome generate(const genai::Model& model, const genai::GeneratorParams& params) {
-  Outcome run;
-  auto g = genai::Generator::create(model, params);
-  EXPECT_TRUE(g.is_ok()) << g.status().message();
-  if (!g.is_ok()) return run;
-  const Status status = (*g)->generate([&](size_t, std::string_view piece) { run.text += piece; });
-  EXPECT_TRUE(status.is_ok()) << status.message();
-  const std::span<const int32_t> tokens = (*g)->tokens(0);
-  run.tokens.assign(tokens.begin(), tokens.end());
-  run.reason = (*g)->finish_reason(0);
-  run.stats = (*g)->stats();
-  return run;
-}
+using testing::generate;
+using Outcome = testing::GenerationOutcome;
 
 class SpeculativeGreedy : public ::testing::Test {
  protected:

@@ -1,7 +1,9 @@
 // `onnx-genai serve --speculative`: prompt lookup and a draft model (the default model drafting
 // for itself) inside the serving engine's batches give every greedy request the text a server
 // without speculation gives it, streamed or whole, also under a response_format (drafts the
-// grammar refuses are rejected); bad speculative options stop the server with one line.
+// grammar refuses are rejected); a response_format fast-forwards (drafts the text its schema
+// forces) by default and gives the text of a server started with --no-fast-forward; bad
+// speculative options stop the server with one line.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -14,6 +16,7 @@ before(async () => {
   servers.plain = await startServer(['--max-num-seqs', '8']);
   servers.ngram = await startServer(['--max-num-seqs', '8', '--speculative', 'ngram', '--draft-tokens', '5']);
   servers.draft = await startServer(['--max-num-seqs', '8', '--speculative', draftDir, '--draft-tokens', '3']);
+  servers.stepwise = await startServer(['--max-num-seqs', '8', '--no-fast-forward']);
 });
 after(async () => {
   for (const server of Object.values(servers)) assert.equal((await server.stop()).code, 0);
@@ -62,6 +65,24 @@ test('a request with response_format speculates too and gives the plain server i
     assert.equal(got.choices[0].message.content, want, name);
     for (const r of others) assert.equal(typeof r.choices[0].message.content, 'string');
   }
+});
+
+test('a response_format fast-forwards by default and gives the text of a server without it', async () => {
+  const schema = { type: 'object', additionalProperties: false,
+                   properties: { customer_identification_number: { type: 'integer', minimum: 0, maximum: 999 },
+                                 is_priority_delivery: { type: 'boolean' } },
+                   required: ['customer_identification_number', 'is_priority_delivery'] };
+  const ask = (server, content) => server.client().chat.completions.create({
+    model: 'debian-prose-11m', messages: [{ role: 'user', content }], max_tokens: 96, temperature: 0,
+    frequency_penalty: 0, response_format: { type: 'json_schema', json_schema: { name: 'order', schema } } });
+  const drafted = async (server) => (await metrics(server.url))['onnx_genai:spec_decode_num_draft_tokens_total'];
+  const before = await drafted(servers.plain);
+  for (const content of prompts.slice(0, 3)) {
+    const [fast, stepwise] = await Promise.all([ask(servers.plain, content), ask(servers.stepwise, content)]);
+    assert.equal(fast.choices[0].message.content, stepwise.choices[0].message.content, content);
+  }
+  assert.ok(await drafted(servers.plain) > before, 'no forced text was drafted');
+  assert.equal(await drafted(servers.stepwise), 0);
 });
 
 test('bad speculative options stop the server with one line', () => {
