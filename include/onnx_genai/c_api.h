@@ -215,11 +215,10 @@ OGA_EXPORT OgaResult* OGA_API_CALL OgaGeneratorParamsGetSearchBool(const OgaGene
  * expression is compiled against the model's vocabulary here, so a bad one fails at this call
  * with the compiler's message. Every sequence's text then stays a prefix of the language, and
  * eos comes only on a whole match. enable_ff_tokens (onnxruntime-genai's fast-forwarding of
- * forced tokens): where the grammar allows one text only (the rest of a property name), its
- * tokens are drafted and verified in one decoder run instead of one run each; the output is the
- * same (greedy: the same tokens; sampling: the same distribution). It applies to a single
- * sequence without beam search (a batch decodes token by token) and needs a model whose logits
- * output keeps every position, as speculative decoding does. */
+ * forced tokens) is accepted and changes nothing: forced tokens are still picked one step at a
+ * time, because onnxruntime-genai's loop reads one token per OgaGenerator_GenerateNextToken
+ * (OgaGenerator_GetNextTokens) and a step that kept several would lose text there. The C++ API's
+ * SpeculativeParams::fast_forward drafts them. */
 OGA_EXPORT OgaResult* OGA_API_CALL OgaGeneratorParamsSetGuidance(OgaGeneratorParams* params, const char* type,
                                                                  const char* data, bool enable_ff_tokens);
 

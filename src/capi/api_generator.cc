@@ -63,7 +63,7 @@ OgaResult* OgaGeneratorParamsGetSearchBool(const OgaGeneratorParams* params, con
 }
 
 OgaResult* OgaGeneratorParamsSetGuidance(OgaGeneratorParams* params, const char* type, const char* data,
-                                         bool enable_ff_tokens) {
+                                         bool /*enable_ff_tokens: no fast-forward path; the text is the same*/) {
   return guard("OgaGeneratorParamsSetGuidance", [&] {
     OG_RETURN_IF_ERROR(require(params, "params"));
     OG_RETURN_IF_ERROR(require(type, "type"));
@@ -73,7 +73,6 @@ OgaResult* OgaGeneratorParamsSetGuidance(OgaGeneratorParams* params, const char*
     // its own copy when it starts.
     const auto& parts = onnx_genai::genai::ModelAccess::parts(*params->owner->model);
     OG_RETURN_IF_ERROR(onnx_genai::genai::compile_constraint(parts, spec).status());
-    params->search.fast_forward = spec && enable_ff_tokens;
     params->search.constraint = std::move(spec);
     return Status::ok();
   });

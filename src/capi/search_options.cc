@@ -195,8 +195,6 @@ Result<genai::GeneratorParams> generator_params(const SearchOptions& options,
   params.min_new_tokens = std::max<int64_t>(0, static_cast<int64_t>(options.min_length) - static_cast<int64_t>(longest));
   params.prompts = std::move(prompts);
   params.constraint = options.constraint;
-  params.speculative.fast_forward =
-      options.fast_forward && options.constraint && params.prompts.size() == 1 && params.beam.num_beams == 1;
   OG_RETURN_IF_ERROR(s.validate());
   OG_RETURN_IF_ERROR(genai::check_beam_params(params));
   return params;
@@ -217,7 +215,6 @@ Result<genai::RequestParams> request_params(const SearchOptions& options, const 
   r.ignore_eos = g.ignore_eos;
   r.skip_special_tokens = g.skip_special_tokens;
   r.constraint = g.constraint;
-  r.speculative.fast_forward = g.speculative.fast_forward;
   return r;
 }
 

@@ -27,9 +27,6 @@ struct SearchOptions {
   double batch_size = 1;
   bool do_sample = false, early_stopping = true, past_present_share_buffer = true;
   std::optional<ConstraintSpec> constraint;  // set_guidance's
-  // set_guidance's enable_ff_tokens: fast-forward (SpeculativeParams::fast_forward) for a single
-  // sequence without beam search; a batch or beams decode the forced text token by token.
-  bool fast_forward = false;
 };
 
 // The model's defaults (its package's search section or generation_config.json).

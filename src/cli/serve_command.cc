@@ -28,7 +28,7 @@ struct ServeOptions {
   int64_t max_queued_requests = 1024;
   int64_t drain_seconds = 30;
   bool no_prefix_caching = false;
-  bool no_fast_forward = false;
+  bool fast_forward = false;
   SpeculativeOptions speculative;
 };
 
@@ -53,7 +53,7 @@ Result<ServeOptions> parse_serve_options(std::span<const std::string> args) {
   table.valued["--drain-timeout"] = integer_option(o.drain_seconds, 0, 86400);
   add_engine_options(table, o.engine);
   add_speculative_options(table, o.speculative);
-  table.flags = {{"--no-prefix-caching", &o.no_prefix_caching}, {"--no-fast-forward", &o.no_fast_forward}};
+  table.flags = {{"--no-prefix-caching", &o.no_prefix_caching}, {"--fast-forward", &o.fast_forward}};
   OG_RETURN_IF_ERROR(parse_options(args, table, o.model_path));
   o.http.port = static_cast<int>(port);
   o.engine.prefix_caching = !o.no_prefix_caching;
@@ -95,8 +95,9 @@ int run_serve(std::span<const std::string> args) {
   Result<SpeculativeSetup> speculative = load_speculative(o.speculative, o.engine.model);
   if (!speculative) return report(kExitBadInput, speculative.status().message());
   // Constrained requests draft the text their grammar forces: the same tokens (greedy: the
-  // engine's rows do not depend on the step's width; sampling: the same distribution), fewer steps.
-  speculative->params.fast_forward = !o.no_fast_forward;
+  // engine's rows do not depend on the step's width; sampling: the same distribution), fewer
+  // steps. Opt-in: where a verify step costs several one-token steps (the CPU) it was slower.
+  speculative->params.fast_forward = o.fast_forward;
   server::ServingLoop loop(std::move(*engine), o.max_queued_requests, speculative->params);
   server::HttpServer http(loop, o.http);
   Result<int> port = http.bind();

@@ -1,7 +1,6 @@
 // OgaGeneratorParamsSetGuidance: onnxruntime-genai's guidance types onto the constraints engine.
 // The text must be valid under references independent of that engine (nlohmann's JSON parser and
-// std::regex's ECMAScript matching), and the tokens those of the C++ API with the same constraint,
-// with enable_ff_tokens (fast-forward: the forced text drafted and verified) as without.
+// std::regex's ECMAScript matching), and the tokens those of the C++ API with the same constraint.
 #include <regex>
 
 #include <nlohmann/json.hpp>
@@ -21,13 +20,12 @@ constexpr const char* kSchema = R"({"type": "object",
 
 class CApiGuidanceTest : public CApiModelTest {
  protected:
-  // The greedy tokens under (type, data), checked against the C++ API's with `spec` (which does not
-  // fast-forward); returns the generated text.
-  static std::string guided(const char* prompt_text, const char* type, const char* data, const ConstraintSpec& spec,
-                            bool ff_tokens = false) {
+  // The greedy tokens under (type, data), checked against the C++ API's with `spec`; returns the
+  // generated text.
+  static std::string guided(const char* prompt_text, const char* type, const char* data, const ConstraintSpec& spec) {
     const std::vector<int32_t> prompt = encode(prompt_text);
     const auto p = params({{"max_length", kGuidedLength}});
-    EXPECT_EQ(message(OgaGeneratorParamsSetGuidance(p.get(), type, data, ff_tokens)), "");
+    EXPECT_EQ(message(OgaGeneratorParamsSetGuidance(p.get(), type, data, false)), "");
     const auto got = finish(start(p.get(), prompt).get(), 1)[0];
     EXPECT_EQ(got, reference({prompt}, nullptr, spec, kGuidedLength)[0]);
     EXPECT_LT(got.size(), static_cast<size_t>(kGuidedLength)) << "ended by max_length, not by a whole match";
@@ -48,13 +46,6 @@ TEST_F(CApiGuidanceTest, JsonSchemaOutputParsesAndFitsTheSchema) {
   ASSERT_TRUE(value.contains("age") && value["age"].is_number_integer()) << text;
   EXPECT_GE(value["age"].get<int64_t>(), 0);
   EXPECT_LE(value["age"].get<int64_t>(), 150);
-}
-
-TEST_F(CApiGuidanceTest, FastForwardGivesTheSameTokens) {
-  const std::string plain = guided("A person:", "json_schema", kSchema, {ConstraintKind::kJsonSchema, kSchema});
-  EXPECT_EQ(guided("A person:", "json_schema", kSchema, {ConstraintKind::kJsonSchema, kSchema}, true), plain);
-  const char* regex = "(yes|no), [0-9]{2,4} (sheep|goats)\\.";
-  guided("Count the flock:", "regex", regex, {ConstraintKind::kRegex, regex}, true);
 }
 
 TEST_F(CApiGuidanceTest, RegexOutputMatchesTheWholeExpression) {

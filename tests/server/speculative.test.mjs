@@ -1,8 +1,8 @@
 // `onnx-genai serve --speculative`: prompt lookup and a draft model (the default model drafting
 // for itself) inside the serving engine's batches give every greedy request the text a server
 // without speculation gives it, streamed or whole, also under a response_format (drafts the
-// grammar refuses are rejected); a response_format fast-forwards (drafts the text its schema
-// forces) by default and gives the text of a server started with --no-fast-forward; bad
+// grammar refuses are rejected); with --fast-forward a response_format drafts the text its schema
+// forces and gives the text of a server without it; bad
 // speculative options stop the server with one line.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -16,7 +16,7 @@ before(async () => {
   servers.plain = await startServer(['--max-num-seqs', '8']);
   servers.ngram = await startServer(['--max-num-seqs', '8', '--speculative', 'ngram', '--draft-tokens', '5']);
   servers.draft = await startServer(['--max-num-seqs', '8', '--speculative', draftDir, '--draft-tokens', '3']);
-  servers.stepwise = await startServer(['--max-num-seqs', '8', '--no-fast-forward']);
+  servers.fast = await startServer(['--max-num-seqs', '8', '--fast-forward']);
 });
 after(async () => {
   for (const server of Object.values(servers)) assert.equal((await server.stop()).code, 0);
@@ -67,7 +67,7 @@ test('a request with response_format speculates too and gives the plain server i
   }
 });
 
-test('a response_format fast-forwards by default and gives the text of a server without it', async () => {
+test('with --fast-forward a response_format drafts forced text and gives the text of a server without it', async () => {
   const schema = { type: 'object', additionalProperties: false,
                    properties: { customer_identification_number: { type: 'integer', minimum: 0, maximum: 999 },
                                  is_priority_delivery: { type: 'boolean' } },
@@ -76,13 +76,13 @@ test('a response_format fast-forwards by default and gives the text of a server 
     model: 'debian-prose-11m', messages: [{ role: 'user', content }], max_tokens: 96, temperature: 0,
     frequency_penalty: 0, response_format: { type: 'json_schema', json_schema: { name: 'order', schema } } });
   const drafted = async (server) => (await metrics(server.url))['onnx_genai:spec_decode_num_draft_tokens_total'];
-  const before = await drafted(servers.plain);
+  const plainBefore = await drafted(servers.plain);
   for (const content of prompts.slice(0, 3)) {
-    const [fast, stepwise] = await Promise.all([ask(servers.plain, content), ask(servers.stepwise, content)]);
+    const [fast, stepwise] = await Promise.all([ask(servers.fast, content), ask(servers.plain, content)]);
     assert.equal(fast.choices[0].message.content, stepwise.choices[0].message.content, content);
   }
-  assert.ok(await drafted(servers.plain) > before, 'no forced text was drafted');
-  assert.equal(await drafted(servers.stepwise), 0);
+  assert.ok(await drafted(servers.fast) > 0, 'no forced text was drafted');
+  assert.equal(await drafted(servers.plain), plainBefore);
 });
 
 test('bad speculative options stop the server with one line', () => {
