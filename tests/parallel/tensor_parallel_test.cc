@@ -28,7 +28,7 @@ using testing::ParityFixture;
 constexpr double kRelTol = 1e-5;
 constexpr int kTokens = 32;
 
-// Fixtures with 8 query heads, 4 KV heads (so N = 2 and 4 keep whole GQA groups).
+// TensorParallelDecoders with 8 query heads, 4 KV heads (so N = 2 and 4 keep whole GQA groups).
 const std::vector<std::string> kHeads = {"--preset", "llama", "--set", "num_attention_heads=8", "--set",
                                          "num_key_value_heads=4"};
 
@@ -37,7 +37,7 @@ std::vector<std::string> with(std::vector<std::string> args, const std::vector<s
   return args;
 }
 
-class Fixtures : public ::testing::Test {
+class TensorParallelDecoders : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { scratch_ = new testing::ScopedTempDir(); }
   static void TearDownTestSuite() { delete scratch_; }
@@ -55,7 +55,7 @@ class Fixtures : public ::testing::Test {
   static testing::ScopedTempDir* scratch_;
 };
 
-testing::ScopedTempDir* Fixtures::scratch_ = nullptr;
+testing::ScopedTempDir* TensorParallelDecoders::scratch_ = nullptr;
 
 // One decoder run: each rank's inputs and outputs.
 using RunAll = std::function<Status(const std::vector<std::vector<Tensor>>&, std::vector<std::vector<Tensor>>&)>;
@@ -154,25 +154,25 @@ void expect_same_decode(const std::string& path, int ranks) {
   EXPECT_EQ(got->tokens, want->tokens) << ranks << " ranks";
 }
 
-TEST_F(Fixtures, Float32PackedQkvMatchesUnsharded) {
+TEST_F(TensorParallelDecoders, Float32PackedQkvMatchesUnsharded) {
   const std::string path = model("f32", kHeads);
   for (int ranks : {2, 4}) expect_same_decode(path, ranks);
 }
 
-TEST_F(Fixtures, Int4SeparateQkvMatchesUnsharded) {
+TEST_F(TensorParallelDecoders, Int4SeparateQkvMatchesUnsharded) {
   const std::string path = model("int4_separate", with(kHeads, {"--weights", "int4", "--block-size", "16", "--separate-qkv"}));
   for (int ranks : {2, 4}) expect_same_decode(path, ranks);
 }
 
 // Blocks of 32 along the o-projection's K = 128: with 4 ranks each keeps one block, so ranks 1
 // and 3 start at an odd block and their packed 4-bit zero points are re-packed.
-TEST_F(Fixtures, Int4AsymmetricPackedQkvMatchesUnsharded) {
+TEST_F(TensorParallelDecoders, Int4AsymmetricPackedQkvMatchesUnsharded) {
   const std::string path = model("int4_zp", with(kHeads, {"--weights", "int4", "--block-size", "32", "--asymmetric"}));
   for (int ranks : {2, 4}) expect_same_decode(path, ranks);
 }
 
 // The shards: every layer's attention and MLP, the LM head and the embedding.
-TEST_F(Fixtures, ShardsEveryLayer) {
+TEST_F(TensorParallelDecoders, ShardsEveryLayer) {
   auto model_ir = load_onnx_model(model("f32", kHeads));
   ASSERT_TRUE(model_ir.is_ok());
   auto shards = shard_for_tensor_parallel(*(*model_ir)->graph, "logits", 1, 2);
@@ -192,7 +192,7 @@ void expect_refused(const std::string& path, int ranks, const std::string& needl
   EXPECT_NE(message.find(needle), std::string::npos) << message << " (wanted '" << needle << "')";
 }
 
-TEST_F(Fixtures, BadSplitsAreRefused) {
+TEST_F(TensorParallelDecoders, BadSplitsAreRefused) {
   const std::string f32 = model("f32", kHeads);
   expect_refused(f32, 3, "kv_num_heads 4 cannot be split evenly across 3");
   expect_refused(f32, 0, "at least one rank");
