@@ -17,6 +17,7 @@
 
 namespace onnx_genai {
 
+class Communicator;
 struct Model;
 
 struct SessionOptions {
@@ -32,6 +33,9 @@ struct SessionOptions {
   // anything is allocated: a huge symbolic dim becomes an error, not a machine out of memory.
   // 0 = the machine's physical memory.
   int64_t max_arena_bytes = 0;
+  // One rank's end of a tensor-parallel group (src/parallel/communicator.h), for the collectives
+  // a sharded graph holds (runtime/tensor_parallel_pass.h); null for an unsharded graph.
+  std::shared_ptr<Communicator> communicator;
 };
 
 // The arena limit `options` sets: max_arena_bytes, or the physical memory when that is 0.

@@ -28,6 +28,7 @@
 
 namespace onnx_genai {
 
+class Communicator;
 class ThreadPool;
 
 struct TensorInfo {
@@ -121,6 +122,9 @@ struct PrepareContext {
   size_t workspace_bytes = 0;                // kernel sets this to reserve scratch memory
   ThreadPool* pool = nullptr;
   PreparedConstants* constants = nullptr;    // the session's; null: derive afresh
+  // The session's end of a tensor-parallel group (SessionOptions::communicator): collectives
+  // (onnx_genai AllReduce / AllGather) keep it; null in a session of one rank.
+  Communicator* communicator = nullptr;
 
   // make() (a Result<T>), or what it made for this node and `key` in an earlier plan.
   template <typename T, typename Make>

@@ -26,7 +26,8 @@ class OpRegistry;
   X(activation)           \
   X(sampling)             \
   X(paged_attention)      \
-  X(moe)
+  X(moe)                  \
+  X(collective)
 
 #define OG_DECLARE_FAMILY(family)                  \
   void register_##family##_schemas(OpRegistry&);   \

@@ -23,6 +23,7 @@
 #include "ops/op.h"
 #include "ops/schema/fused_matmul.h"
 #include "ops/schema/quantized_matmul.h"
+#include "runtime/graph_edit.h"
 
 namespace onnx_genai {
 
@@ -66,30 +67,6 @@ bool has_kernel(const Node& node, DeviceType kernels) {
   return has_kernel(node, kernels, dtypes);
 }
 
-// Unlinks `node` from what it reads and writes and empties it: eliminate_dead_nodes removes it.
-void detach(Node* node) {
-  for (Value* in : node->all_inputs()) {
-    if (in != nullptr) std::erase(in->consumers, node);
-  }
-  for (Value* out : node->outputs) {
-    if (out != nullptr && out->producer == node) out->producer = nullptr;
-  }
-  node->inputs.clear();
-  node->implicit_inputs.clear();
-  node->outputs.clear();
-}
-
-// Input `slot` of `node` becomes `v` (inputs grow with omitted ones), consumer lists kept right.
-void set_input(Node* node, size_t slot, Value* v) {
-  if (node->inputs.size() <= slot) node->inputs.resize(slot + 1, nullptr);
-  if (Value* old = node->inputs[slot]) {
-    auto it = std::find(old->consumers.begin(), old->consumers.end(), node);
-    if (it != old->consumers.end()) old->consumers.erase(it);
-  }
-  node->inputs[slot] = v;
-  if (v != nullptr) v->consumers.push_back(node);
-}
-
 // `node` produces `out` (whose producer was detached) in place of its output 0.
 void take_output(Node* node, Value* out) {
   node->outputs[0]->producer = nullptr;
@@ -128,27 +105,6 @@ bool same_output_layout(const Value* a, const Value* b, int axis, int64_t na, in
     if (d != axis && sa[d] != sb[d]) return false;
   }
   return sa[axis] % na == 0 && sb[axis] % nb == 0 && sa[axis] / na == sb[axis] / nb;
-}
-
-// A new value named `name` (made unique).
-Value* add_fresh_value(Graph& graph, std::string name) {
-  while (graph.find_value(name) != nullptr) name += "_";
-  return graph.add_value(std::move(name));
-}
-
-// A new initializer the graph owns.
-Value* add_constant(Graph& graph, std::string name, Tensor value) {
-  Value* v = add_fresh_value(graph, std::move(name));
-  v->dtype = value.dtype();
-  v->initializer = std::move(value);
-  return v;
-}
-
-// Weights nothing reads any more are released (a copied model would otherwise hold them twice).
-void release_unread(const Graph& graph, const std::vector<Value*>& weights) {
-  for (Value* v : weights) {
-    if (v->consumers.empty() && !graph.is_output(v)) v->initializer = Tensor();
-  }
 }
 
 }  // namespace

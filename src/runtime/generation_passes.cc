@@ -106,7 +106,8 @@ int64_t head_input_width(const Node& node) {
   return 0;
 }
 
-// The LM head feeding `logits` and the values between them (logits last), or null.
+}  // namespace
+
 Node* find_lm_head(Value* logits, std::vector<Value*>& chain) {
   constexpr int kMaxPositionWiseOps = 8;
   Value* v = logits;
@@ -125,8 +126,6 @@ Node* find_lm_head(Value* logits, std::vector<Value*>& chain) {
   }
   return nullptr;
 }
-
-}  // namespace
 
 Result<bool> select_logit_rows(Graph& graph, const std::string& logits_name) {
   Value* logits = graph.find_value(logits_name);

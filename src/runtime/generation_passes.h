@@ -43,6 +43,7 @@
 
 #include <set>
 #include <string>
+#include <vector>
 
 #include "graph/graph.h"
 #include "onnx_genai/status.h"
@@ -65,6 +66,10 @@ Result<bool> add_greedy_tokens_output(Graph& graph, const std::string& logits_na
 // Adds onnx_genai.sampled_tokens and its two inputs when `logits_name` is a rank-3 graph output;
 // returns whether it did.
 Result<bool> add_sampled_tokens_output(Graph& graph, const std::string& logits_name);
+
+// The LM head (a MatMul or MatMulNBits) feeding `logits` through position-wise ops only, with the
+// values between them appended to `chain` (logits last); null when there is none.
+Node* find_lm_head(Value* logits, std::vector<Value*>& chain);
 
 // Graph inputs that feed a com.microsoft GroupQueryAttention's past key or value (which it can
 // update in place).

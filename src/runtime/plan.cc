@@ -215,7 +215,7 @@ class ExecutionPlan::Builder {
                                 const std::vector<const TensorInfo*>& outputs) {
     Placed placed;
     placed.kernel = def.create(node);
-    PrepareContext prepare{node, in.infos, in.values, outputs, 0, pool_, pg_.constants};
+    PrepareContext prepare{node, in.infos, in.values, outputs, 0, pool_, pg_.constants, pg_.communicator};
     OG_RETURN_IF_ERROR(placed.kernel->prepare(prepare));
     placed.workspace_bytes = prepare.workspace_bytes;
     return placed;

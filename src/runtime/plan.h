@@ -75,6 +75,7 @@ struct PlannerGraph {
   std::vector<bool> value_keyed_inputs;  // per graph input: its value is part of the plan key
   std::set<const Value*> needed_at_plan_time;  // values some node reads to decide a shape
   PreparedConstants* constants = nullptr;      // the session's, shared by its plans
+  Communicator* communicator = nullptr;        // SessionOptions::communicator, for collectives
   ExecutionDevice* device = nullptr;           // the session's accelerator; null: CPU only
   const OpRegistry* registry = nullptr;        // schemas and kernels; null: the built-in ones
   const OpRegistry& ops() const { return registry != nullptr ? *registry : OpRegistry::instance(); }

@@ -235,6 +235,7 @@ Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<Model> model, c
   PlanTimeValues plan_time = find_plan_time_values(graph);
   impl->planner_graph.graph = &graph;
   impl->planner_graph.constants = &impl->constants;
+  impl->planner_graph.communicator = impl->options.communicator.get();
   impl->planner_graph.device = impl->device.get();
   impl->planner_graph.needed_at_plan_time = std::move(plan_time.values);
   for (const Value* in : graph.inputs) {

@@ -1,0 +1,386 @@
+// Sharding a decoder graph for tensor parallelism (tensor_parallel_pass.h).
+#include "runtime/tensor_parallel_pass.h"
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ops/schema/attention.h"
+#include "ops/schema/collective.h"
+#include "runtime/generation_passes.h"
+#include "runtime/graph_edit.h"
+#include "runtime/tensor_parallel_weights.h"
+
+namespace onnx_genai {
+
+namespace {
+
+using G = GqaParams;
+
+struct Rank {
+  int64_t rank = 0, world = 1;
+  // Rank r's share [r n/N, (r+1) n/N) of n things (n % N == 0 checked by the caller).
+  std::pair<int64_t, int64_t> share(int64_t n) const { return {rank * n / world, (rank + 1) * n / world}; }
+};
+
+Attribute int_attribute(int64_t value) { return Attribute{.kind = Attribute::Kind::kInt, .i = value}; }
+
+bool is_gqa(const Node& node) { return node.op_type == "GroupQueryAttention" && node.domain == "com.microsoft"; }
+
+Status indivisible(const Node& node, const char* what, int64_t count, const Rank& r) {
+  return OG_ERROR(node.describe(), ": ", what, " ", count, " cannot be split evenly across ", r.world,
+                  " tensor-parallel ranks");
+}
+
+// `producer` now writes a new value, which `node` reads to give `out` (its former output, whose
+// name, readers and place among the graph outputs stay). Returns the new value.
+Value* take_over_output(Graph& graph, Node& producer, std::unique_ptr<Node> node) {
+  Value* out = producer.outputs[0];
+  Value* part = add_fresh_value(graph, out->name + "/part");
+  part->dtype = out->dtype;
+  producer.outputs[0] = part;
+  part->producer = &producer;
+  Node* added = graph.add_node(std::move(node));
+  set_input(added, 0, part);
+  added->outputs.insert(added->outputs.begin(), out);
+  out->producer = added;
+  return part;
+}
+
+std::unique_ptr<Node> collective(const Value& after, const char* op_type) {
+  auto node = std::make_unique<Node>();
+  node->name = after.name + "/" + op_type;
+  node->op_type = op_type;
+  node->domain = CollectiveOps::kDomain;
+  node->opset = 1;
+  return node;
+}
+
+// Float16 activations are refused when the session looks up AllReduce's kernel (float32 only).
+void add_all_reduce(Graph& graph, Node& producer) {
+  Value* sum = producer.outputs[0];
+  take_over_output(graph, producer, collective(*sum, CollectiveOps::kAllReduce))->dims = sum->dims;
+}
+
+// The projection computing `v`, possibly through an Add of a constant bias; only `reader` may
+// read `v` (and the projection's output only the bias Add).
+struct ColumnSource {
+  Node* projection = nullptr;
+  Node* bias = nullptr;
+};
+
+Result<ColumnSource> column_source(const Graph& graph, Value* v, const Node& reader) {
+  const auto fail = [&] {
+    return OG_ERROR(reader.describe(), ": input '", v->name,
+                    "' is not a projection (MatMul with constant weights or MatMulNBits, optionally + a constant "
+                    "bias) read only here; the tensor-parallel pass supports the model builder's genai layouts");
+  };
+  if (v->consumers.size() != 1 || graph.is_output(v) || v->producer == nullptr) return fail();
+  ColumnSource source;
+  Node* node = v->producer;
+  if (node->op_type == "Add" && node->domain.empty() && node->inputs.size() == 2) {
+    const int bias_slot = node->inputs[1] != nullptr && node->inputs[1]->is_constant() ? 1 : 0;
+    Value* bias = node->inputs[static_cast<size_t>(bias_slot)];
+    Value* x = node->inputs[static_cast<size_t>(1 - bias_slot)];
+    if (bias == nullptr || !bias->is_constant() || bias->initializer.rank() != 1 || x == nullptr ||
+        x->consumers.size() != 1 || graph.is_output(x)) {
+      return fail();
+    }
+    source.bias = node;
+    node = x->producer;
+  }
+  if (!is_projection(node)) return fail();
+  source.projection = node;
+  return source;
+}
+
+Status keep_columns(Graph& graph, const ColumnSource& source, const IndexRanges& ranges) {
+  OG_RETURN_IF_ERROR(keep_output_columns(graph, *source.projection, ranges));
+  if (source.bias == nullptr) return Status::ok();
+  const size_t slot = source.bias->inputs[1]->is_constant() ? 1 : 0;
+  Value* old = source.bias->inputs[slot];
+  OG_ASSIGN_OR_RETURN(Tensor cut, keep_along_axis(old->initializer, 0, ranges));
+  set_input(source.bias, slot, add_constant(graph, old->name + "/shard", std::move(cut)));
+  release_unread(graph, {old});
+  return Status::ok();
+}
+
+// A past or present KV value [B, kv_heads, T, head_size] of this rank keeps kv_heads / N heads.
+void shrink_kv_dims(Value* v, int64_t kv_heads) {
+  if (v != nullptr && v->dims && v->dims->size() == 4) (*v->dims)[1] = Dim{.value = kv_heads};
+}
+
+Status shard_qkv(Graph& graph, Node& gqa, int64_t heads, int64_t kv_heads, const Rank& r) {
+  const bool packed = gqa.input(G::kKey) == nullptr && gqa.input(G::kValue) == nullptr;
+  OG_ASSIGN_OR_RETURN(ColumnSource q, column_source(graph, gqa.inputs[G::kQuery], gqa));
+  const int64_t q_width = projection_outputs(*q.projection);
+  const int64_t head_size = q_width / (packed ? heads + 2 * kv_heads : heads);
+  if (head_size <= 0 || q_width % (packed ? heads + 2 * kv_heads : heads) != 0) {
+    return OG_ERROR(gqa.describe(), ": its query projection's width ", q_width, " is not a whole number of heads");
+  }
+  const auto [h0, h1] = r.share(heads);
+  const auto [k0, k1] = r.share(kv_heads);
+  const IndexRanges q_cols{{h0 * head_size, h1 * head_size}};
+  const IndexRanges kv_cols{{k0 * head_size, k1 * head_size}};
+  if (packed) {
+    const int64_t k_base = heads * head_size, v_base = (heads + kv_heads) * head_size;
+    return keep_columns(graph, q, {q_cols[0], {k_base + kv_cols[0].first, k_base + kv_cols[0].second},
+                                  {v_base + kv_cols[0].first, v_base + kv_cols[0].second}});
+  }
+  if (gqa.input(G::kKey) == nullptr || gqa.input(G::kValue) == nullptr) {
+    return OG_ERROR(gqa.describe(), ": has only one of key and value");
+  }
+  OG_ASSIGN_OR_RETURN(ColumnSource k, column_source(graph, gqa.inputs[G::kKey], gqa));
+  OG_ASSIGN_OR_RETURN(ColumnSource v, column_source(graph, gqa.inputs[G::kValue], gqa));
+  OG_RETURN_IF_ERROR(keep_columns(graph, q, q_cols));
+  OG_RETURN_IF_ERROR(keep_columns(graph, k, kv_cols));
+  return keep_columns(graph, v, kv_cols);
+}
+
+Status shard_attention(Graph& graph, Node& gqa, const Rank& r) {
+  for (int slot : {G::kPositionIds, G::kAttentionBias, G::kHeadSink}) {
+    if (gqa.input(static_cast<size_t>(slot)) != nullptr) {
+      return OG_ERROR(gqa.describe(), ": takes position_ids, attention_bias or head_sink, which the tensor-parallel "
+                                      "pass does not split");
+    }
+  }
+  const int64_t heads = gqa.attrs.get_int("num_heads", 0), kv_heads = gqa.attrs.get_int("kv_num_heads", 0);
+  if (kv_heads <= 0 || kv_heads % r.world != 0) return indivisible(gqa, "kv_num_heads", kv_heads, r);
+  if (heads <= 0 || heads % kv_heads != 0) return OG_ERROR(gqa.describe(), ": num_heads ", heads, " is not a multiple of kv_num_heads ", kv_heads);
+  OG_RETURN_IF_ERROR(shard_qkv(graph, gqa, heads, kv_heads, r));
+  Value* out = gqa.outputs[G::kOutput];
+  Node* o_proj = out->consumers.size() == 1 && !graph.is_output(out) ? out->consumers[0] : nullptr;
+  if (!is_projection(o_proj) || o_proj->inputs[0] != out) {
+    return OG_ERROR(gqa.describe(), ": its output is not read by one output projection alone");
+  }
+  const int64_t width = projection_inputs(*o_proj);
+  if (width % r.world != 0) return indivisible(*o_proj, "K", width, r);
+  const auto [begin, end] = r.share(width);
+  OG_RETURN_IF_ERROR(keep_input_rows(graph, *o_proj, begin, end));
+  add_all_reduce(graph, *o_proj);
+  gqa.attrs.set("num_heads", int_attribute(heads / r.world));
+  gqa.attrs.set("kv_num_heads", int_attribute(kv_heads / r.world));
+  for (int slot : {G::kPastKey, G::kPastValue}) shrink_kv_dims(gqa.input(static_cast<size_t>(slot)), kv_heads / r.world);
+  for (size_t slot : {size_t{G::kPresentKey}, size_t{G::kPresentValue}}) {
+    if (slot < gqa.outputs.size()) shrink_kv_dims(gqa.outputs[slot], kv_heads / r.world);
+  }
+  return Status::ok();
+}
+
+// ---- MLP -------------------------------------------------------------------------------------
+
+bool is_elementwise(const Node& node) {
+  static const std::set<std::string> kOnnx = {"Mul", "Add", "Sub", "Div", "Sigmoid", "Tanh", "Gelu", "Relu", "Erf"};
+  static const std::set<std::string> kMicrosoft = {"FastGelu", "QuickGelu", "Gelu"};
+  if (node.outputs.size() != 1) return false;
+  return node.domain.empty() ? kOnnx.count(node.op_type) != 0
+                             : node.domain == "com.microsoft" && kMicrosoft.count(node.op_type) != 0;
+}
+
+struct MlpMatch {
+  std::vector<Node*> chain;  // elementwise nodes between the gate/up projections and down
+  std::vector<Node*> roots;  // the gate/up projections
+};
+
+bool only_read_inside(const Graph& graph, const Value* v, const std::set<const Node*>& inside) {
+  if (graph.is_output(v)) return false;
+  return std::all_of(v->consumers.begin(), v->consumers.end(), [&](const Node* n) { return inside.count(n) != 0; });
+}
+
+// `down` as a down projection: its input computed elementwise (constants of one element aside)
+// from projections of one activation, every value between read only there. Else nullopt.
+std::optional<MlpMatch> match_mlp(const Graph& graph, Node& down) {
+  MlpMatch m;
+  std::set<const Node*> inside{&down};
+  std::vector<Value*> pending{down.inputs[0]};
+  while (!pending.empty()) {
+    Value* v = pending.back();
+    pending.pop_back();
+    Node* node = v->producer;
+    if (node == nullptr || inside.count(node) != 0) {
+      if (node == nullptr) return std::nullopt;
+      continue;
+    }
+    inside.insert(node);
+    if (is_projection(node)) {
+      m.roots.push_back(node);
+      continue;
+    }
+    if (!is_elementwise(*node)) return std::nullopt;
+    m.chain.push_back(node);
+    for (Value* in : node->inputs) {
+      if (in == nullptr) continue;
+      if (in->is_constant()) {
+        if (in->initializer.numel() != 1) return std::nullopt;
+      } else {
+        pending.push_back(in);
+      }
+    }
+  }
+  if (m.chain.empty() || m.roots.empty()) return std::nullopt;
+  for (const Node* node : m.chain) {
+    if (!only_read_inside(graph, node->outputs[0], inside)) return std::nullopt;
+  }
+  for (const Node* root : m.roots) {
+    if (root->inputs[0] != m.roots[0]->inputs[0] || !only_read_inside(graph, root->outputs[0], inside)) return std::nullopt;
+  }
+  return m;
+}
+
+Status shard_mlp(Graph& graph, Node& down, const MlpMatch& m, const Rank& r) {
+  const int64_t width = projection_inputs(down);
+  for (Node* root : m.roots) {
+    if (projection_outputs(*root) != width) {
+      return OG_ERROR(root->describe(), ": gives ", projection_outputs(*root), " columns where ", down.describe(),
+                      " reads ", width);
+    }
+  }
+  if (width % r.world != 0) return indivisible(down, "the intermediate size", width, r);
+  const auto [begin, end] = r.share(width);
+  for (Node* root : m.roots) OG_RETURN_IF_ERROR(keep_output_columns(graph, *root, {{begin, end}}));
+  OG_RETURN_IF_ERROR(keep_input_rows(graph, down, begin, end));
+  add_all_reduce(graph, down);
+  return Status::ok();
+}
+
+// ---- vocabulary ------------------------------------------------------------------------------
+
+Status shard_lm_head(Graph& graph, Node& head, const Rank& r) {
+  const int64_t vocab = projection_outputs(head);
+  if (vocab % r.world != 0) return indivisible(head, "the vocabulary size", vocab, r);
+  const auto [begin, end] = r.share(vocab);
+  OG_RETURN_IF_ERROR(keep_output_columns(graph, head, {{begin, end}}));
+  std::unique_ptr<Node> gather = collective(*head.outputs[0], CollectiveOps::kAllGather);
+  gather->attrs.set("axis", int_attribute(-1));
+  gather->attrs.set("world_size", int_attribute(r.world));
+  take_over_output(graph, head, std::move(gather));  // the slice's dims stay unknown
+  return Status::ok();
+}
+
+int opset_of(const Graph& graph) {
+  auto it = graph.opset_imports.find("");
+  return it != graph.opset_imports.end() ? it->second : 13;
+}
+
+// out = op(inputs), a new node of the default domain.
+Value* add_op(Graph& graph, const std::string& base, const char* op_type, std::vector<Value*> inputs, DType dtype) {
+  auto node = std::make_unique<Node>();
+  node->name = base + "/" + op_type;
+  node->op_type = op_type;
+  node->opset = opset_of(graph);
+  Node* added = graph.add_node(std::move(node));
+  for (size_t i = 0; i < inputs.size(); ++i) set_input(added, i, inputs[i]);
+  Value* out = add_fresh_value(graph, added->name + "/output_0");
+  out->dtype = dtype;
+  added->outputs = {out};
+  out->producer = added;
+  return out;
+}
+
+template <typename T>
+Value* scalar(Graph& graph, const std::string& name, T value) {
+  return add_constant(graph, name, Tensor::from_vector<T>(Shape{}, std::vector<T>{value}));
+}
+
+Value* scalar_like(Graph& graph, const std::string& name, DType dtype, int64_t value) {
+  return dtype == DType::kI32 ? scalar<int32_t>(graph, name, static_cast<int32_t>(value)) : scalar<int64_t>(graph, name, value);
+}
+
+// Gather(table, ids) -> rows of this rank's table slice where the id falls in it, zeros elsewhere.
+Status shard_embedding(Graph& graph, Node& gather, const Rank& r) {
+  Value* table = gather.inputs[0];
+  Value* ids = gather.inputs[1];
+  const int64_t vocab = table->initializer.shape()[0];
+  if (vocab % r.world != 0) return indivisible(gather, "the vocabulary size", vocab, r);
+  const auto [begin, end] = r.share(vocab);
+  OG_ASSIGN_OR_RETURN(Tensor rows, keep_along_axis(table->initializer, 0, {{begin, end}}));
+  set_input(&gather, 0, add_constant(graph, table->name + "/shard", std::move(rows)));
+  release_unread(graph, {table});
+  const std::string base = gather.name + "/shard";
+  const DType id_type = ids->dtype;
+  Value* local = add_op(graph, base, "Sub", {ids, scalar_like(graph, base + "/begin", id_type, begin)}, id_type);
+  Value* low = add_op(graph, base, "GreaterOrEqual", {local, scalar_like(graph, base + "/zero", id_type, 0)}, DType::kBool);
+  Value* high = add_op(graph, base, "Less", {local, scalar_like(graph, base + "/rows", id_type, end - begin)}, DType::kBool);
+  Value* mine = add_op(graph, base, "And", {low, high}, DType::kBool);
+  Value* safe = add_op(graph, base, "Where", {mine, local, scalar_like(graph, base + "/first", id_type, 0)}, id_type);
+  set_input(&gather, 1, safe);
+  // The looked-up rows where the id is this rank's, zeros elsewhere; then the sum over ranks.
+  auto select = std::make_unique<Node>();
+  select->name = base + "/Where_rows";
+  select->op_type = "Where";
+  select->opset = opset_of(graph);
+  Value* axes = add_constant(graph, base + "/axes", Tensor::from_vector<int64_t>(Shape{1}, std::vector<int64_t>{-1}));
+  Value* column = add_op(graph, base, "Unsqueeze", {mine, axes}, DType::kBool);
+  Node* where = select.get();
+  Value* rows_found = take_over_output(graph, gather, std::move(select));
+  set_input(where, 0, column);
+  set_input(where, 1, rows_found);
+  set_input(where, 2, scalar<float>(graph, base + "/nothing", 0.0f));
+  add_all_reduce(graph, *where);
+  return Status::ok();
+}
+
+// The token embedding this pass can shard: a Gather (axis 0) of a constant float32 [V, hidden]
+// table by a graph input.
+Node* find_embedding(const Graph& graph) {
+  for (const auto& node : graph.nodes()) {
+    if (node->op_type != "Gather" || !node->domain.empty() || node->inputs.size() != 2 || node->attrs.get_int("axis", 0) != 0) continue;
+    const Value* table = node->inputs[0];
+    const Value* ids = node->inputs[1];
+    if (table != nullptr && table->is_constant() && table->initializer.rank() == 2 &&
+        table->initializer.dtype() == DType::kF32 && ids != nullptr && ids->is_graph_input) {
+      return node.get();
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+Result<TensorParallelShards> shard_for_tensor_parallel(Graph& graph, const std::string& logits, int rank,
+                                                       int world_size) {
+  if (world_size < 1 || rank < 0 || rank >= world_size) {
+    return OG_ERROR("tensor parallelism needs 1 <= N and 0 <= rank < N, got rank ", rank, " of ", world_size);
+  }
+  TensorParallelShards shards;
+  if (world_size == 1) return shards;
+  const Rank r{rank, world_size};
+  std::vector<Node*> nodes;
+  for (const auto& node : graph.nodes()) nodes.push_back(node.get());
+  for (Node* node : nodes) {
+    if (!is_gqa(*node)) continue;
+    OG_RETURN_IF_ERROR(shard_attention(graph, *node, r));
+    ++shards.attention_layers;
+  }
+  if (shards.attention_layers == 0) {
+    return OG_ERROR("the graph has no com.microsoft GroupQueryAttention node; the tensor-parallel pass shards "
+                    "model-builder (genai-style) decoders only");
+  }
+  Value* logits_value = graph.find_value(logits);
+  std::vector<Value*> chain;
+  Node* head = logits_value != nullptr && graph.is_output(logits_value) ? find_lm_head(logits_value, chain) : nullptr;
+  if (head == nullptr || !is_projection(head)) {
+    return OG_ERROR("output '", logits, "': no LM head (a projection feeding it through position-wise ops) to shard");
+  }
+  for (Node* node : nodes) {
+    if (node == head || !is_projection(node)) continue;
+    if (std::optional<MlpMatch> m = match_mlp(graph, *node)) {
+      OG_RETURN_IF_ERROR(shard_mlp(graph, *node, *m, r));
+      ++shards.mlps;
+    }
+  }
+  OG_RETURN_IF_ERROR(shard_lm_head(graph, *head, r));
+  shards.lm_head = true;
+  if (Node* embedding = find_embedding(graph)) {
+    OG_RETURN_IF_ERROR(shard_embedding(graph, *embedding, r));
+    shards.embedding = true;
+  }
+  OG_RETURN_IF_ERROR(graph.finalize());
+  graph.eliminate_dead_nodes();
+  return shards;
+}
+
+}  // namespace onnx_genai
