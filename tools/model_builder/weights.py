@@ -12,6 +12,12 @@ form that every graph style and the reference forward read:
     model.layers.{i}.post_attention_layernorm.weight   [hidden]
     model.layers.{i}.mlp.{gate,up}_proj.weight         [intermediate, hidden]
     model.layers.{i}.mlp.down_proj.weight              [hidden, intermediate]
+    mixture-of-experts layers instead (E = num_experts, I = moe_intermediate_size):
+    model.layers.{i}.mlp.gate.weight                   [E, hidden]  the router (+ .bias [E], gpt-oss)
+    model.layers.{i}.mlp.experts.{e}.{gate,up}_proj.weight  [I, hidden]   (+ .bias, gpt-oss)
+    model.layers.{i}.mlp.experts.{e}.down_proj.weight  [hidden, I]
+    model.layers.{i}.self_attn.o_proj.bias             [hidden]     (gpt-oss)
+    model.layers.{i}.self_attn.sinks                   [heads]      attention sink logits (gpt-oss)
     model.norm.weight                                  [hidden]
     lm_head.weight                                     [vocab, hidden]  (absent when tied)
 
@@ -33,7 +39,7 @@ def _layer(i, suffix):
 def checkpoint_layout(cfg):
     """[(name, shape, init)] in the checkpoint's own (possibly fused) form, in a fixed order.
 
-    init is 'embedding', 'linear', 'bias' or 'norm'; the order fixes which random numbers each
+    init is 'embedding', 'linear', 'bias', 'norm' or 'sink'; the order fixes which random numbers each
     tensor gets, so one seed gives the same weights whatever graph style is built."""
     h, kv, q, inter = cfg.hidden_size, cfg.kv_size, cfg.q_size, cfg.intermediate_size
     layout = [("model.embed_tokens.weight", (cfg.vocab_size, h), "embedding")]
@@ -51,8 +57,14 @@ def checkpoint_layout(cfg):
             layout.append((_layer(i, "self_attn.q_norm.weight"), (cfg.head_dim,), "norm"))
             layout.append((_layer(i, "self_attn.k_norm.weight"), (cfg.head_dim,), "norm"))
         layout.append((_layer(i, "self_attn.o_proj.weight"), (h, q), "linear"))
+        if cfg.o_proj_bias:
+            layout.append((_layer(i, "self_attn.o_proj.bias"), (h,), "bias"))
+        if cfg.attention_sinks:
+            layout.append((_layer(i, "self_attn.sinks"), (cfg.num_attention_heads,), "sink"))
         layout.append((_layer(i, "post_attention_layernorm.weight"), (h,), "norm"))
-        if cfg.fused_weights:
+        if cfg.is_moe_layer(i):
+            layout += _moe_layout(cfg, i)
+        elif cfg.fused_weights:
             layout.append((_layer(i, "mlp.gate_up_proj.weight"), (2 * inter, h), "linear"))
         else:
             layout.append((_layer(i, "mlp.gate_proj.weight"), (inter, h), "linear"))
@@ -61,6 +73,19 @@ def checkpoint_layout(cfg):
     layout.append(("model.norm.weight", (h,), "norm"))
     if not cfg.tie_word_embeddings:
         layout.append(("lm_head.weight", (cfg.vocab_size, h), "linear"))
+    return layout
+
+
+def _moe_layout(cfg, i):
+    h, inter, experts = cfg.hidden_size, cfg.moe_inter, cfg.num_experts
+    layout = [(_layer(i, "mlp.gate.weight"), (experts, h), "linear")]
+    if cfg.moe_bias:
+        layout.append((_layer(i, "mlp.gate.bias"), (experts,), "bias"))
+    for e in range(experts):
+        for proj, shape in (("gate_proj", (inter, h)), ("up_proj", (inter, h)), ("down_proj", (h, inter))):
+            layout.append((_layer(i, f"mlp.experts.{e}.{proj}.weight"), shape, "linear"))
+            if cfg.moe_bias:
+                layout.append((_layer(i, f"mlp.experts.{e}.{proj}.bias"), shape[:1], "bias"))
     return layout
 
 
@@ -85,6 +110,8 @@ def random_weights(cfg, seed):
             values /= np.float32(np.sqrt(shape[1]) * cfg.embedding_multiplier)
         elif init == "bias":
             values *= np.float32(0.1)
+        elif init == "sink":  # unit-scale logits, like the scores they join
+            pass
         elif init == "norm":
             values = (np.float32(1.0 - cfg.norm_weight_offset) + np.float32(0.1) * values).astype(np.float32)
         return name, values
