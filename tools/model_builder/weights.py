@@ -22,7 +22,11 @@ form that every graph style and the reference forward read:
     lm_head.weight                                     [vocab, hidden]  (absent when tied)
 
 Fused checkpoints (Phi-3's qkv_proj and gate_up_proj) are split on load. Linear weights are
-[out, in] as in torch.nn.Linear.
+[out, in] as in torch.nn.Linear. Mixture-of-experts checkpoints are renamed on load: Mixtral's
+block_sparse_moe.gate and experts.{e}.w1 / w3 / w2 (gate, up, down), gpt-oss's mlp.router and
+its stacked experts (gate_up_proj [E, hidden, 2I] with gate and up interleaved along the last
+axis, down_proj [E, I, hidden], each with a _bias). gpt-oss's MXFP4 *_blocks / *_scales are not
+read: dequantise them to a float checkpoint first.
 """
 import concurrent.futures
 import json
@@ -126,8 +130,45 @@ def parallel_map(function, items):
         return list(pool.map(function, items))
 
 
+_MOE_RENAMES = ((".block_sparse_moe.gate.", ".mlp.gate."), (".mlp.router.", ".mlp.gate."),
+                (".block_sparse_moe.experts.", ".mlp.experts."), (".w1.", ".gate_proj."), (".w3.", ".up_proj."),
+                (".w2.", ".down_proj."))
+
+
+def _rename_moe(cfg, checkpoint):
+    """Mixtral's and gpt-oss's expert names (see the module docstring) as the canonical ones."""
+    if not cfg.num_experts:
+        return checkpoint
+    renamed = {}
+    for name, array in checkpoint.items():
+        if ".experts." in name or ".mlp.router." in name or ".block_sparse_moe." in name:
+            for old, new in _MOE_RENAMES:
+                name = name.replace(old, new)
+        renamed[name] = array
+    for i in range(cfg.num_hidden_layers):
+        _split_stacked_experts(renamed, _layer(i, "mlp.experts."))
+    return renamed
+
+
+def _split_stacked_experts(weights, prefix):
+    """gpt-oss's [E, in, out] stacks (gate and up interleaved) -> per-expert [out, in] tensors."""
+    if prefix + "gate_up_proj" not in weights:
+        return
+    gate_up, down = np.asarray(weights.pop(prefix + "gate_up_proj")), np.asarray(weights.pop(prefix + "down_proj"))
+    gate_up_bias, down_bias = weights.pop(prefix + "gate_up_proj_bias", None), weights.pop(prefix + "down_proj_bias", None)
+    for e in range(gate_up.shape[0]):
+        parts = {"gate_proj": (gate_up[e, :, 0::2].T, None if gate_up_bias is None else gate_up_bias[e, 0::2]),
+                 "up_proj": (gate_up[e, :, 1::2].T, None if gate_up_bias is None else gate_up_bias[e, 1::2]),
+                 "down_proj": (down[e].T, None if down_bias is None else down_bias[e])}
+        for proj, (weight, bias) in parts.items():
+            weights[f"{prefix}{e}.{proj}.weight"] = np.ascontiguousarray(weight)
+            if bias is not None:
+                weights[f"{prefix}{e}.{proj}.bias"] = np.asarray(bias)
+
+
 def canonicalize(cfg, checkpoint):
     """Checks names and shapes against the config; splits fused tensors; returns the canonical dict."""
+    checkpoint = _rename_moe(cfg, checkpoint)
     expected = checkpoint_layout(cfg)
     wanted = {name for name, _, _ in expected}
     tied_extra = {"lm_head.weight"} if cfg.tie_word_embeddings else set()
