@@ -1,13 +1,15 @@
 #!/usr/bin/python3
-"""Builds a decoder-only LLM (Llama, Qwen2, Qwen3, Mistral, Phi-3, Gemma style) as an ONNX model.
+"""Builds a decoder-only LLM (Llama, Qwen2, Qwen3, Mistral, Phi-3, Gemma, Mixtral, Qwen3-MoE, gpt-oss style) as an ONNX model.
 
     /usr/bin/python3 tools/build_model.py OUT_DIR --preset llama [--set num_key_value_heads=1 ...]
         [--style genai|standard|opset23] [--io-dtype f32|f16]
         [--weights float|int4|int8 --block-size 32 --accuracy-level 0 --asymmetric --quantize-embeddings]
+        [--moe-weights mxfp4]
         [--position-ids] [--seqlens-keepdims] [--separate-qkv] [--separate-kv-buffers] [--external-data] [--seed 0 | --checkpoint model.safetensors]
         [--tokenizer-dir DIR] [--save-checkpoint FILE.safetensors [--checkpoint-dtype f32|f16]]
 
-The model comes from a preset (llama qwen2 qwen3 mistral phi3 gemma; tools/model_builder/config.py)
+The model comes from a preset (llama qwen2 qwen3 mistral phi3 gemma mixtral qwen3_moe gpt_oss;
+tools/model_builder/config.py)
 or --config FILE (a Hugging Face config.json, or the model_config.json a build writes), each
 changed by --set KEY=VALUE. Weights are seeded random float32 (the same seed gives the same
 weights in every style and precision) or read from safetensors (a file or a folder of shards) or
@@ -22,6 +24,10 @@ Styles:
   standard  torch.onnx / Optimum style: opset 17, MatMul/Softmax, Concat KV cache, rotary from
             Slice/Concat/Mul/Add, RMSNorm from Pow/ReduceMean/Sqrt/Div/Mul, mask from attention_mask
   opset23   the standard graph with ONNX Attention, RMSNormalization and RotaryEmbedding
+
+Mixture-of-experts models (genai style only) get com.microsoft MoE with float weights, QMoE
+with int4/int8 block-quantized experts, or QMoE with MXFP4 experts (--moe-weights mxfp4, as
+gpt-oss checkpoints ship them; the rest follows --weights). docs/moe.md shows the graph.
 
 OUT_DIR gets model.onnx (+ model.onnx.data with 64-byte aligned tensors when --external-data or
 past 1 GiB of weights), genai_config.json, model_config.json and the tokenizer files.
@@ -58,6 +64,8 @@ def parse_args(argv):
     p.add_argument("--accuracy-level", type=int, default=0)
     p.add_argument("--asymmetric", action="store_true", help="quantize with zero points")
     p.add_argument("--quantize-embeddings", action="store_true", help="GatherBlockQuantized embeddings")
+    p.add_argument("--moe-weights", choices=("mxfp4",),
+                   help="mixture-of-experts models: experts in MXFP4 (QMoE quant_type fp4) whatever --weights says")
     p.add_argument("--position-ids", action="store_true",
                    help="genai: position_ids input and RotaryEmbedding nodes instead of rotary inside attention")
     p.add_argument("--seqlens-keepdims", action="store_true",
@@ -96,7 +104,7 @@ def main(argv):
                             symmetric=not args.asymmetric, quantize_embeddings=args.quantize_embeddings,
                             position_ids=args.position_ids, seqlens_keepdims=args.seqlens_keepdims,
                             separate_qkv=args.separate_qkv, separate_kv_buffers=args.separate_kv_buffers,
-                            external_data=args.external_data)
+                            external_data=args.external_data, moe_weights=args.moe_weights)
         opts.validate(cfg)
         weights = model_builder.load_weights(cfg, args.seed, args.checkpoint)
         if args.out_dir:

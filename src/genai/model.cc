@@ -72,8 +72,11 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelO
   const std::string file = impl->package.model_file.string();
   OG_ASSIGN_OR_RETURN(std::shared_ptr<::onnx_genai::Model> graph_model, load_onnx_model(file));
   GraphFacts facts = read_graph_facts(*graph_model->graph, impl->package);
+  const Device device =
+      options.cpu_fallback ? device_or_cpu_fallback(options.device, impl->device_fallback) : options.device;
   if (options.kv_block_size > 0) {
-    OG_ASSIGN_OR_RETURN(impl->paged, rewrite_to_paged_attention(*graph_model->graph, options.kv_block_size));
+    OG_ASSIGN_OR_RETURN(impl->paged,
+                        rewrite_to_paged_attention(*graph_model->graph, options.kv_block_size, device.type));
     if (impl->paged.rewritten) facts.paged = &impl->paged;
     impl->kv_block_size = options.kv_block_size;
   }
@@ -81,8 +84,6 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelO
   if (options.select_logit_rows) {
     OG_RETURN_IF_ERROR(select_logit_rows(*graph_model->graph, logits_name).status().with_context(file));
   }
-  const Device device =
-      options.cpu_fallback ? device_or_cpu_fallback(options.device, impl->device_fallback) : options.device;
   // Only a device session gets the greedy and sampled tokens outputs: a CPU session would compute
   // them for nothing.
   // The paged decoder (the serving engine) takes device argmaxes; its sampled rows still use the

@@ -14,7 +14,7 @@ namespace {
 bool is_gqa(const Node& node) { return node.op_type == "GroupQueryAttention" && node.domain == "com.microsoft"; }
 
 // Why `node` cannot become a PagedAttention, or "" when it can.
-std::string unsupported(const Graph& graph, const Node& node) {
+std::string unsupported(const Graph& graph, const Node& node, DeviceType device) {
   using G = GqaParams;
   const Value* past_k = node.input(G::kPastKey);
   const Value* past_v = node.input(G::kPastValue);
@@ -31,8 +31,11 @@ std::string unsupported(const Graph& graph, const Node& node) {
       return "its present key or value is read inside the graph";
     }
   }
-  for (int i : {G::kPositionIds, G::kAttentionBias, G::kHeadSink}) {
-    if (node.input(static_cast<size_t>(i)) != nullptr) return "it takes position_ids, attention_bias or head_sink";
+  for (int i : {G::kPositionIds, G::kAttentionBias}) {
+    if (node.input(static_cast<size_t>(i)) != nullptr) return "it takes position_ids or attention_bias";
+  }
+  if (device != DeviceType::kCpu && node.input(G::kHeadSink) != nullptr) {
+    return "it takes head_sink, which the CUDA paged kernel does not";
   }
   if (node.inputs.size() > G::kHeadSink + 1) return "it takes quantized-cache or QK-norm inputs";
   const Attributes& a = node.attrs;
@@ -50,12 +53,12 @@ void copy_attribute(const Node& from, Node& to, const char* name) {
 
 }  // namespace
 
-Result<PagedRewrite> rewrite_to_paged_attention(Graph& graph, int64_t block_size) {
+Result<PagedRewrite> rewrite_to_paged_attention(Graph& graph, int64_t block_size, DeviceType device) {
   PagedRewrite result;
   std::vector<Node*> attention;
   for (const auto& node : graph.nodes()) {
     if (!is_gqa(*node)) continue;
-    std::string why = unsupported(graph, *node);
+    std::string why = unsupported(graph, *node, device);
     const Value* past = node->input(GqaParams::kPastKey);
     const int64_t kv_heads = node->attrs.get_int("kv_num_heads", 0);
     if (why.empty() && attention.empty()) {
@@ -110,7 +113,7 @@ Result<PagedRewrite> rewrite_to_paged_attention(Graph& graph, int64_t block_size
     paged->opset = 1;
     paged->inputs = {gqa->input(GqaParams::kQuery), gqa->input(GqaParams::kKey), gqa->input(GqaParams::kValue),
                      key_cache, value_cache, tables, starts, lens, gqa->input(GqaParams::kCosCache),
-                     gqa->input(GqaParams::kSinCache)};
+                     gqa->input(GqaParams::kSinCache), gqa->input(GqaParams::kHeadSink)};
     while (!paged->inputs.empty() && paged->inputs.back() == nullptr) paged->inputs.pop_back();
     paged->outputs = {gqa->outputs[0], key_out, value_out};
     for (const char* a : {"num_heads", "kv_num_heads", "scale", "softcap", "local_window_size", "do_rotary",

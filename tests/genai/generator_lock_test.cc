@@ -5,7 +5,8 @@
 // Fixtures are built at test time by tools/build_model.py in both graph styles:
 //   genai      GroupQueryAttention over a shared past/present buffer, rows right-padded (int4
 //              MatMulNBits and fp32 MatMul, rotary inside attention or from position_ids,
-//              a sliding window reached during the decode)
+//              a sliding window reached during the decode; mixture-of-experts QMoE layers,
+//              attention sinks)
 //   standard   opset-17 Concat caches, rows left-padded
 // with batch 1 and batch 3 (prompts of 7, 2 and 5 tokens), decode masks as wide as the KV cache
 // (the default for these GroupQueryAttention graphs) or as the sequence (one fixture), and
@@ -73,6 +74,10 @@ std::vector<LockCase> lock_cases() {
       lock_case("genai_llama_int4_batch1_chunked", args({"--preset", "llama", "--style", "genai"}, kInt4), kLongBatch1, 3),
       lock_case("genai_qwen2_fp32_batch3_chunked_by_row", {"--preset", "qwen2", "--style", "genai"}, kBatch3, 3),
       lock_case("standard_llama_fp32_batch3_chunked", {"--preset", "llama", "--style", "standard"}, kBatch3, 3),
+      // Mixture-of-experts layers (QMoE int4 experts), gpt-oss's attention sinks and alternating windows.
+      lock_case("genai_mixtral_qmoe_int4_batch3", args({"--preset", "mixtral", "--style", "genai"}, kInt4), kBatch3),
+      lock_case("genai_gpt_oss_qmoe_int4_batch3_chunked", args({"--preset", "gpt_oss", "--style", "genai"}, kInt4),
+                kBatch3, 3),
   };
 }
 

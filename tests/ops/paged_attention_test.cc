@@ -3,7 +3,7 @@
 // and new tokens, packed into one call over a block pool with fragmented, shuffled block tables,
 // shared prefix blocks and lengths that are not multiples of the block. Each sequence run alone
 // through GroupQueryAttention (batch 1, its past as a contiguous buffer) must give the same
-// output rows and the same new cache rows.
+// output rows and the same new cache rows. Attention sinks (head_sink, gpt-oss) too.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -28,6 +28,7 @@ struct PagedCase {
   int64_t rotary_dim = 16, window = -1;
   float softcap = 0.0f;
   bool packed = false;
+  bool sinks = false;  // a head_sink input
 };
 
 template <typename T>
@@ -94,6 +95,8 @@ void check_paged(const PagedCase& c, uint32_t seed, float tol) {
       cos.push_back(round_to<T>(std::cos(a)));
       sin.push_back(round_to<T>(std::sin(a)));
     }
+    std::vector<float> sinks;
+    for (int64_t h = 0; c.sinks && h < c.heads; ++h) sinks.push_back(round_to<T>(2.0f * unit(rng)));
     std::vector<int32_t> starts{0}, lens;
     for (const PagedSequence& s : c.seqs) {
       starts.push_back(starts.back() + static_cast<int32_t>(s.fresh));
@@ -105,7 +108,7 @@ void check_paged(const PagedCase& c, uint32_t seed, float tol) {
     if (c.rotary_dim > 0) paged.attr_int("do_rotary", 1);
     if (c.window >= 0) paged.attr_int("local_window_size", c.window);
     if (c.softcap > 0) paged.attr_float("softcap", c.softcap);
-    std::vector<Tensor> in(10);
+    std::vector<Tensor> in(11);
     in[0] = cast_tensor<T>(Shape{1, all_tokens, q_row}, q);
     if (!c.packed) {
       in[1] = cast_tensor<T>(Shape{1, all_tokens, rows}, k);
@@ -119,9 +122,9 @@ void check_paged(const PagedCase& c, uint32_t seed, float tol) {
     if (c.rotary_dim > 0) {
       in[8] = cast_tensor<T>(Shape{rotary_rows, c.rotary_dim / 2}, cos);
       in[9] = cast_tensor<T>(Shape{rotary_rows, c.rotary_dim / 2}, sin);
-    } else {
-      in.resize(8);
     }
+    if (c.sinks) in[10] = cast_tensor<T>(Shape{c.heads}, sinks);
+    while (!in.back().defined()) in.pop_back();
     ThreadPool pool(2);
     auto paged_out = paged.run(in, &pool);
     ASSERT_TRUE(paged_out.is_ok()) << paged_out.status().message();
@@ -149,7 +152,9 @@ void check_paged(const PagedCase& c, uint32_t seed, float tol) {
       g.window = c.window;
       g.softcap = c.softcap;
       g.packed = c.packed;
+      g.sink = c.sinks;
       GqaData x;
+      x.sink = sinks;
       const int64_t first = starts[static_cast<size_t>(s)];
       x.q.assign(q.begin() + first * q_row, q.begin() + (first + seq.fresh) * q_row);
       if (!c.packed) {
@@ -225,6 +230,16 @@ TEST(PagedAttention, PackedQkvWindowSoftcapAndGroups) {
   c.softcap = 2.0f;
   c.block = 16;
   check_paged<float>(c, 3, 2e-5f);
+}
+
+TEST(PagedAttention, HeadSinksWithWindowAndWithout) {
+  PagedCase c;
+  c.seqs = {{9, 1}, {0, 6}, {5, 3}};
+  c.sinks = true;
+  check_paged<float>(c, 5, 2e-5f);
+  c.window = 4;
+  c.rotary_dim = 0;
+  check_paged<float>(c, 6, 2e-5f);
 }
 
 TEST(PagedAttention, WithoutRotaryAndBlocksOfOne) {

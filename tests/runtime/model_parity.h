@@ -7,6 +7,12 @@
 //   auto ours = decode_with_session(**session, *ort);            // one logits tensor per step
 //   LogitComparison c = compare_steps(ours, *ort, abs_tol, rel_tol);
 //
+// Without ONNX Runtime (models it has no kernels for), our Session decodes greedily itself and
+// the PyTorch reference checks it:
+//   auto trace = session_greedy_decode(**session, prompts, steps, pad_id);
+//   auto reference = run_reference(fixture, trace_sequences(*trace, prompts), scratch);
+//   LogitComparison c = compare_with_reference(*trace, prompts, *reference, abs_tol, rel_tol);
+//
 // Targets including this header define OG_SOURCE_DIR and link nlohmann_json (see oracle_io.h).
 #pragma once
 
@@ -248,6 +254,132 @@ inline Result<LogitComparison> compare_steps(const std::vector<Tensor>& ours, co
         const std::string where = "step " + std::to_string(step) + " row " + std::to_string(b) + " position " +
                                   std::to_string(s);
         compare_row(got.data() + offset, want.data() + offset, vocab, abs_tol, rel_tol, where, c);
+      }
+    }
+  }
+  return c;
+}
+
+// The prefill feeds of ort_decode.mjs for right padding: ids padded with `pad_id`, mask 1 on real
+// tokens, positions counting them.
+inline DecodeStep right_padded_prefill(const std::vector<std::vector<int64_t>>& prompts, int64_t pad_id,
+                                       bool has_positions) {
+  const auto batch = static_cast<int64_t>(prompts.size());
+  int64_t width = 0;
+  for (const auto& p : prompts) width = std::max(width, static_cast<int64_t>(p.size()));
+  std::vector<int64_t> ids(static_cast<size_t>(batch * width), pad_id), mask(ids.size(), 0), positions(ids.size(), 0);
+  for (size_t b = 0; b < prompts.size(); ++b) {
+    for (size_t j = 0; j < prompts[b].size(); ++j) {
+      const size_t at = b * static_cast<size_t>(width) + j;
+      ids[at] = prompts[b][j];
+      mask[at] = 1;
+      positions[at] = static_cast<int64_t>(j);
+    }
+  }
+  DecodeStep step;
+  step.feeds["input_ids"] = Tensor::from_vector<int64_t>(Shape{batch, width}, ids);
+  step.feeds["attention_mask"] = Tensor::from_vector<int64_t>(Shape{batch, width}, mask);
+  if (has_positions) step.feeds["position_ids"] = Tensor::from_vector<int64_t>(Shape{batch, width}, positions);
+  return step;
+}
+
+// The decode feeds that follow `prev` (ort_decode.mjs's decodeFeeds): each row's pick, the mask
+// grown by one real column, the position after the row's real tokens.
+inline DecodeStep next_decode_step(const DecodeStep& prev, const std::vector<int64_t>& next, bool has_positions) {
+  const Tensor& mask = prev.feeds.at("attention_mask");
+  const int64_t batch = mask.shape()[0], width = mask.shape()[1];
+  std::vector<int64_t> grown(static_cast<size_t>(batch * (width + 1)), 1), positions(static_cast<size_t>(batch));
+  for (int64_t b = 0; b < batch; ++b) {
+    const int64_t* row = mask.data<int64_t>() + b * width;
+    std::copy_n(row, width, grown.begin() + b * (width + 1));
+    positions[static_cast<size_t>(b)] = std::count(row, row + width, int64_t{1});
+  }
+  DecodeStep step;
+  step.feeds["input_ids"] = Tensor::from_vector<int64_t>(Shape{batch, 1}, next);
+  step.feeds["attention_mask"] = Tensor::from_vector<int64_t>(Shape{batch, width + 1}, grown);
+  if (has_positions) step.feeds["position_ids"] = Tensor::from_vector<int64_t>(Shape{batch, 1}, positions);
+  return step;
+}
+
+// Greedy decode of `prompts` in our Session, fed as tests/oracle/ort_decode.mjs feeds ONNX Runtime
+// a shared-buffer (GroupQueryAttention) model, rows right-padded: prefill + `steps` decode steps,
+// each present fed back as the next past. Returns the trace ort_decode.mjs would write; f32 logits.
+inline Result<DecodeTrace> session_greedy_decode(Session& session, const std::vector<std::vector<int64_t>>& prompts,
+                                                 int steps, int64_t pad_id) {
+  const auto batch = static_cast<int64_t>(prompts.size());
+  const bool has_positions = std::any_of(session.inputs().begin(), session.inputs().end(),
+                                         [](const IoInfo& in) { return in.name == "position_ids"; });
+  OG_ASSIGN_OR_RETURN(auto bindings, cache_bindings(session));
+  OG_ASSIGN_OR_RETURN(size_t logits_index, output_index(session, "logits"));
+  std::map<std::string, Tensor> past;
+  for (const IoInfo& input : session.inputs()) {
+    if (input.name.rfind("past_key_values.", 0) == 0) {
+      OG_ASSIGN_OR_RETURN(past[input.name], empty_past(input, batch));
+    }
+  }
+  DecodeTrace trace;
+  trace.steps.push_back(right_padded_prefill(prompts, pad_id, has_positions));
+  std::vector<int64_t> generated(static_cast<size_t>(batch * (steps + 1)));
+  for (int step = 0; step <= steps; ++step) {
+    DecodeStep& s = trace.steps.back();
+    std::map<std::string, Tensor> feeds = s.feeds;
+    feeds.insert(past.begin(), past.end());
+    auto outputs = session.run_named(feeds);
+    if (!outputs.is_ok()) return OG_ERROR("step ", step, ": ", outputs.status().message());
+    s.logits = (*outputs)[logits_index];
+    if (s.logits.dtype() != DType::kF32) return OG_ERROR("session_greedy_decode reads f32 logits only");
+    const int64_t seq = s.logits.shape()[1], vocab = s.logits.shape()[2];
+    std::vector<int64_t> next(prompts.size());
+    for (size_t b = 0; b < prompts.size(); ++b) {
+      const int64_t column = step == 0 ? static_cast<int64_t>(prompts[b].size()) - 1 : 0;
+      next[b] = argmax_with_margin(s.logits.data<float>() + (static_cast<int64_t>(b) * seq + column) * vocab, vocab).first;
+      generated[b * static_cast<size_t>(steps + 1) + static_cast<size_t>(step)] = next[b];
+    }
+    s.next_tokens = Tensor::from_vector<int64_t>(Shape{batch}, next);
+    for (const auto& [past_name, present_index] : bindings) past[past_name] = (*outputs)[present_index];
+    if (step < steps) trace.steps.push_back(next_decode_step(s, next, has_positions));
+  }
+  trace.generated = Tensor::from_vector<int64_t>(Shape{batch, steps + 1}, generated);
+  return trace;
+}
+
+// Each row's whole sequence in a trace: its prompt, then every pick but the last.
+inline std::vector<std::vector<int64_t>> trace_sequences(const DecodeTrace& trace,
+                                                         const std::vector<std::vector<int64_t>>& prompts) {
+  std::vector<std::vector<int64_t>> sequences = prompts;
+  const int64_t steps = trace.generated.shape()[1];
+  for (size_t b = 0; b < sequences.size(); ++b) {
+    for (int64_t k = 0; k + 1 < steps; ++k) {
+      sequences[b].push_back(trace.generated.data<int64_t>()[static_cast<int64_t>(b) * steps + k]);
+    }
+  }
+  return sequences;
+}
+
+// A trace's logits at every real position against the reference's logits for that token. A row's
+// prefill tokens are the real columns of the step-0 mask in order; decode step k holds token
+// len_b + k - 1.
+inline LogitComparison compare_with_reference(const DecodeTrace& trace, const std::vector<std::vector<int64_t>>& prompts,
+                                              const std::vector<NamedTensor>& reference, float abs_tol, float rel_tol) {
+  LogitComparison c;
+  for (size_t b = 0; b < prompts.size() && b < reference.size(); ++b) {
+    const std::vector<float> want = to_floats(reference[b].tensor);
+    const int64_t vocab = reference[b].tensor.shape()[1];
+    const auto row = static_cast<int64_t>(b);
+    for (size_t step = 0; step < trace.steps.size(); ++step) {
+      const Tensor& mask = trace.steps[step].feeds.at("attention_mask");
+      const std::vector<float> got = to_floats(trace.steps[step].logits);
+      const int64_t seq = trace.steps[step].logits.shape()[1], width = mask.shape()[1];
+      int64_t token = step == 0 ? 0 : static_cast<int64_t>(prompts[b].size() + step) - 1;
+      for (int64_t s = 0; s < seq; ++s) {
+        if (mask.data<int64_t>()[row * width + width - seq + s] == 0) continue;
+        const std::string where = "row " + std::to_string(b) + " token " + std::to_string(token);
+        if (token >= reference[b].tensor.shape()[0] || trace.steps[step].logits.shape()[2] != vocab) {
+          if (c.out_of_tolerance++ == 0) c.first_failure = where + ": outside the reference's logits";
+          break;
+        }
+        compare_row(got.data() + (row * seq + s) * vocab, want.data() + token * vocab, vocab, abs_tol, rel_tol, where, c);
+        ++token;
       }
     }
   }

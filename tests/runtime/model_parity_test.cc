@@ -16,7 +16,10 @@
 // batch 1 and batch 3 with prompts of 7, 2 and 5 tokens, left-padded (Hugging Face) or
 // right-padded (GroupQueryAttention needs each row to start at cache slot 0; one standard-op
 // fixture is right-padded too, so its decode masks have holes); external data (64-byte aligned,
-// mapped by our loader).
+// mapped by our loader); mixture-of-experts presets where ONNX Runtime's CPU kernels run them
+// (MoE fp32 and QMoE int4 / int8 experts, router_weights when the k weights are not
+// renormalised, gpt-oss's clamped SwiGLU with attention sinks and alternating windows; MXFP4
+// experts have no ORT CPU kernel: tests/genai/moe_generation_test.cc checks those against PyTorch).
 //
 // Tolerance, ours vs ORT: fp32 models |ours - ort| <= 1e-4 + 1e-4 * |ort| per logit. Both sides
 // compute in fp32 (MatMulNBits at accuracy_level 0 dequantizes to fp32 on both), so only
@@ -115,6 +118,17 @@ std::vector<ParityCase> genai_cases() {
   };
 }
 
+std::vector<ParityCase> moe_cases() {
+  return {
+      make_case("mixtral_moe_fp32", "mixtral", "genai", {}, kBatch3),
+      make_case("mixtral_qmoe_int4_block32", "mixtral", "genai", {"--weights", "int4", "--block-size", "32"}, kBatch3),
+      make_case("qwen3_moe_qmoe_int8_router_weights", "qwen3_moe", "genai",
+                {"--set", "norm_topk_prob=false", "--weights", "int8", "--block-size", "32"}, kBatch3),
+      make_case("gpt_oss_sinks_windows_qmoe_int4", "gpt_oss", "genai", {"--weights", "int4", "--block-size", "32"},
+                kBatch3),
+  };
+}
+
 std::vector<ParityCase> standard_cases() {
   return {
       make_case("llama_gqa4_head64", "llama", "standard", kGqa4Head64, kBatch3),
@@ -173,40 +187,9 @@ TEST_P(ModelParity, DecodeMatchesOnnxRuntime) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Genai, ModelParity, ::testing::ValuesIn(genai_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(Moe, ModelParity, ::testing::ValuesIn(moe_cases()), case_name);
 INSTANTIATE_TEST_SUITE_P(Standard, ModelParity, ::testing::ValuesIn(standard_cases()), case_name);
 INSTANTIATE_TEST_SUITE_P(Opset23, ModelParity, ::testing::ValuesIn(opset23_cases()), case_name);
-
-// ORT's logits at every real position against the reference's logits for that token. A row's
-// prefill tokens are the real columns of the step-0 mask in order; decode step k holds token
-// len_b + k - 1.
-testing::LogitComparison compare_with_reference(const testing::DecodeTrace& ort,
-                                                const std::vector<std::vector<int64_t>>& prompts,
-                                                const std::vector<testing::NamedTensor>& reference) {
-  testing::LogitComparison c;
-  for (size_t b = 0; b < prompts.size(); ++b) {
-    const std::vector<float> want = testing::to_floats(reference[b].tensor);
-    const int64_t vocab = reference[b].tensor.shape()[1];
-    const auto row = static_cast<int64_t>(b);
-    for (size_t step = 0; step < ort.steps.size(); ++step) {
-      const Tensor& mask = ort.steps[step].feeds.at("attention_mask");
-      const std::vector<float> got = testing::to_floats(ort.steps[step].logits);
-      const int64_t seq = ort.steps[step].logits.shape()[1], width = mask.shape()[1];
-      int64_t token = step == 0 ? 0 : static_cast<int64_t>(prompts[b].size() + step) - 1;
-      for (int64_t s = 0; s < seq; ++s) {
-        if (mask.data<int64_t>()[row * width + width - seq + s] == 0) continue;
-        const std::string where = "row " + std::to_string(b) + " token " + std::to_string(token);
-        if (token >= reference[b].tensor.shape()[0] || ort.steps[step].logits.shape()[2] != vocab) {
-          if (c.out_of_tolerance++ == 0) c.first_failure = where + ": outside the reference's logits";
-          break;
-        }
-        testing::compare_row(got.data() + (row * seq + s) * vocab, want.data() + token * vocab, vocab, kF32Tolerance,
-                             kF32Tolerance, where, c);
-        ++token;
-      }
-    }
-  }
-  return c;
-}
 
 // The builder checked against the model's definition: ONNX Runtime decodes each fixture, then the
 // PyTorch reference recomputes every row's whole sequence (prompt + ORT's picks) at once.
@@ -221,16 +204,13 @@ TEST_P(ModelParityReference, OnnxRuntimeMatchesPytorchReference) {
   auto ort = testing::run_ort_decode(*model_dir, fixture, scratch.path());
   ASSERT_TRUE(ort.is_ok()) << ort.status().message();
 
-  std::vector<std::vector<int64_t>> sequences = fixture.prompts;
-  const int64_t steps = ort->generated.shape()[1];
-  for (size_t b = 0; b < sequences.size(); ++b) {
-    for (int64_t k = 0; k + 1 < steps; ++k) sequences[b].push_back(ort->generated.data<int64_t>()[b * steps + k]);
-  }
+  const std::vector<std::vector<int64_t>> sequences = testing::trace_sequences(*ort, fixture.prompts);
   auto reference = testing::run_reference(fixture, sequences, scratch.path());
   ASSERT_TRUE(reference.is_ok()) << reference.status().message();
   ASSERT_EQ(reference->size(), sequences.size());
 
-  const testing::LogitComparison c = compare_with_reference(*ort, fixture.prompts, *reference);
+  const testing::LogitComparison c =
+      testing::compare_with_reference(*ort, fixture.prompts, *reference, kF32Tolerance, kF32Tolerance);
   int64_t positions = 0;
   for (const auto& sequence : sequences) positions += static_cast<int64_t>(sequence.size());
   EXPECT_EQ(c.rows_compared, positions);
@@ -241,7 +221,7 @@ TEST_P(ModelParityReference, OnnxRuntimeMatchesPytorchReference) {
 }
 
 std::vector<ParityCase> reference_cases() {
-  return {genai_cases()[3], standard_cases()[4], opset23_cases()[1]};
+  return {genai_cases()[3], standard_cases()[4], opset23_cases()[1], moe_cases()[2], moe_cases()[3]};
 }
 
 INSTANTIATE_TEST_SUITE_P(Builder, ModelParityReference, ::testing::ValuesIn(reference_cases()), case_name);
@@ -313,6 +293,8 @@ TEST(ModelParityBuilder, RejectsInconsistentConfigsWithTheReason) {
       {{"--preset", "llama", "--quantize-embeddings"}, "quantized embeddings need int4 or int8 weights"},
       {{"--preset", "llama", "--style", "standard", "--weights", "int4"}, "genai-style options"},
       {{"--preset", "llama", "--weights", "int4", "--block-size", "24"}, "block size must be a power of two >= 16"},
+      {{"--preset", "mixtral", "--style", "standard"}, "mixture-of-experts models are written in the genai style only"},
+      {{"--preset", "llama", "--moe-weights", "mxfp4"}, "--moe-weights needs a mixture-of-experts config"},
   };
   for (const auto& [arguments, reason] : cases) {
     const ParityFixture fixture{"rejected", arguments, kBatch1, 0, ""};

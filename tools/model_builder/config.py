@@ -11,6 +11,12 @@ architecture name, so a new architecture is an entry in ARCHITECTURES (and a pre
     phi3     q/k/v and gate/up weights stored fused (qkv_proj, gate_up_proj)
     gemma    embeddings scaled by sqrt(hidden), norm weights stored as w with scale (1 + w),
              tanh-approximated GELU MLP, tied embeddings, optional logit softcaps
+    mixtral  mixture-of-experts MLP: softmax router, top k renormalised, SiLU-gated experts
+    qwen3_moe  Qwen3's attention with mixture-of-experts MLPs (moe_intermediate_size wide,
+             norm_topk_prob, optional dense layers: decoder_sparse_step, mlp_only_layers)
+    gpt_oss  biases on q/k/v/o, attention sinks, sliding-window and full attention alternating,
+             router with bias taking the top k logits then their softmax, experts with biases and
+             a clamped SwiGLU: min(g, limit) * sigmoid(alpha * min(g, limit)) * (clamp(u, +-limit) + 1)
 """
 import dataclasses
 import json
@@ -45,6 +51,11 @@ ARCHITECTURES = {
     "phi3": {"fused_weights": True},
     "gemma": {"hidden_act": "gelu_pytorch_tanh", "norm_weight_offset": 1.0, "scale_embeddings": True,
               "tie_word_embeddings": True},
+    "mixtral": {"num_experts": 8, "num_experts_per_tok": 2},
+    "qwen3_moe": {"qk_norm": True, "num_experts": 8, "num_experts_per_tok": 2},
+    "gpt_oss": {"attention_bias": True, "o_proj_bias": True, "attention_sinks": True, "sliding_window_pattern": 2,
+                "num_experts": 4, "num_experts_per_tok": 2, "moe_routing": "topk_softmax", "moe_bias": True,
+                "swiglu_alpha": 1.702, "swiglu_beta": 1.0, "swiglu_limit": 7.0},
 }
 
 # Presets: an architecture at a small size that shows what sets it apart.
@@ -55,7 +66,14 @@ PRESETS = {
     "mistral": {"sliding_window": 6},
     "phi3": {"num_key_value_heads": 4},
     "gemma": {"num_key_value_heads": 1, "head_dim": 64},
+    "mixtral": {"num_experts": 4},
+    "qwen3_moe": {"head_dim": 64, "num_experts": 8, "num_experts_per_tok": 4, "moe_intermediate_size": 64,
+                  "norm_topk_prob": True},
+    # Window 6 on the sliding layers so a short decode reaches it.
+    "gpt_oss": {"sliding_window": 6, "head_dim": 64, "num_attention_heads": 4, "num_key_value_heads": 1},
 }
+
+MOE_ROUTINGS = ("softmax_topk", "topk_softmax")
 
 ACTIVATIONS = ("silu", "gelu_pytorch_tanh")
 
@@ -83,6 +101,24 @@ class ModelConfig:
     scale_embeddings: bool = False  # embeddings multiplied by sqrt(hidden_size)
     attn_logit_softcapping: float = None  # scores -> cap * tanh(scores / cap)
     final_logit_softcapping: float = None  # logits -> cap * tanh(logits / cap)
+    o_proj_bias: bool = False  # bias on o_proj too (gpt-oss)
+    attention_sinks: bool = False  # a learned logit per head joins each softmax, then is dropped
+    # Which layers the sliding window applies to: all, or every layer but each pattern-th
+    # (gpt-oss: 2, sliding then full); Hugging Face's layer_types list overrides both.
+    sliding_window_pattern: int = None
+    layer_types: list = None  # "sliding_attention" / "full_attention" per layer
+    # Mixture of experts (num_experts 0: dense MLPs everywhere).
+    num_experts: int = 0
+    num_experts_per_tok: int = 2
+    moe_intermediate_size: int = None  # an expert's width; default intermediate_size
+    norm_topk_prob: bool = True  # softmax_topk routing: the k weights divided by their sum
+    moe_routing: str = "softmax_topk"  # or topk_softmax: softmax over the k largest logits
+    moe_bias: bool = False  # biases on the router and on every expert projection (gpt-oss)
+    swiglu_alpha: float = 1.0  # expert activation: g * sigmoid(alpha * g) * (u + beta), g and u
+    swiglu_beta: float = 0.0   # clamped to swiglu_limit (g from above, u both ways) when set
+    swiglu_limit: float = None
+    decoder_sparse_step: int = 1  # layer i has experts when (i + 1) % step == 0 ...
+    mlp_only_layers: list = None  # ... and it is not listed here
     bos_token_id: int = 1
     eos_token_id: int = 2
     pad_token_id: int = 0
@@ -108,6 +144,24 @@ class ModelConfig:
             raise ValueError(f"hidden_act {self.hidden_act!r} is not one of {ACTIVATIONS}")
         if self.sliding_window is not None and self.sliding_window <= 0:
             raise ValueError(f"sliding_window must be positive or null, got {self.sliding_window}")
+        if self.layer_types is not None and len(self.layer_types) != self.num_hidden_layers:
+            raise ValueError(f"layer_types has {len(self.layer_types)} entries for {self.num_hidden_layers} layers")
+        self._validate_moe()
+
+    def _validate_moe(self):
+        if not self.num_experts:
+            return
+        if not 0 < self.num_experts_per_tok <= self.num_experts:
+            raise ValueError(f"num_experts_per_tok must be in [1, num_experts={self.num_experts}], "
+                             f"got {self.num_experts_per_tok}")
+        if not isinstance(self.moe_inter, int) or self.moe_inter <= 0:
+            raise ValueError(f"moe_intermediate_size must be a positive integer, got {self.moe_intermediate_size!r}")
+        if self.moe_routing not in MOE_ROUTINGS:
+            raise ValueError(f"moe_routing {self.moe_routing!r} is not one of {MOE_ROUTINGS}")
+        if self.hidden_act != "silu":
+            raise ValueError(f"experts use a SiLU-gated (SwiGLU) activation, not hidden_act {self.hidden_act!r}")
+        if self.decoder_sparse_step < 1:
+            raise ValueError(f"decoder_sparse_step must be >= 1, got {self.decoder_sparse_step}")
 
     @property
     def group_size(self):
@@ -120,6 +174,24 @@ class ModelConfig:
     @property
     def kv_size(self):
         return self.num_key_value_heads * self.head_dim
+
+    @property
+    def moe_inter(self):
+        return self.moe_intermediate_size or self.intermediate_size
+
+    def is_moe_layer(self, i):
+        return (self.num_experts > 0 and (i + 1) % self.decoder_sparse_step == 0
+                and i not in (self.mlp_only_layers or []))
+
+    def layer_window(self, i):
+        """Layer i's sliding window, or None where it attends to everything."""
+        if self.sliding_window is None:
+            return None
+        if self.layer_types is not None:
+            return self.sliding_window if self.layer_types[i] == "sliding_attention" else None
+        if self.sliding_window_pattern and (i + 1) % self.sliding_window_pattern == 0:
+            return None
+        return self.sliding_window
 
     @property
     def embedding_multiplier(self):
@@ -140,6 +212,8 @@ def _coerce(name, text):
         if text.lower() not in ("true", "false", "1", "0"):
             raise ValueError(f"{name} wants true or false, got {text!r}")
         return text.lower() in ("true", "1")
+    if field.type is list:  # comma-separated: mlp_only_layers=0,2 or layer_types=full_attention,...
+        return [int(item) if item.strip().isdigit() else item.strip() for item in text.split(",") if item.strip()]
     try:
         return field.type(text)
     except ValueError:
@@ -158,6 +232,8 @@ def _from_hf_json(data):
         merged["hidden_act"] = data.get("hidden_activation") or "gelu_pytorch_tanh"
     if data.get("use_sliding_window") is False:  # Qwen2 configs carry a window they do not use
         merged.pop("sliding_window", None)
+    if "num_local_experts" in data:  # Mixtral's and gpt-oss's name for num_experts
+        merged["num_experts"] = data["num_local_experts"]
     for key in ("eos_token_id", "bos_token_id", "pad_token_id"):
         if isinstance(merged.get(key), list):
             merged[key] = merged[key][0]
@@ -209,6 +285,7 @@ class BuildOptions:
     separate_qkv: bool = False
     separate_kv_buffers: bool = False
     external_data: bool = False
+    moe_weights: str = None  # experts: None (as --weights) or mxfp4 (QMoE quant_type fp4)
 
     def validate(self, cfg):
         if self.style not in STYLES:
@@ -224,12 +301,36 @@ class BuildOptions:
         if self.style != "genai" and any(genai_only):
             raise ValueError("quantized weights, quantized embeddings, --position-ids, --seqlens-keepdims, "
                              "--separate-qkv and --separate-kv-buffers are genai-style options")
+        self._validate_moe(cfg)
         if self.quantize_embeddings:
             if self.weights == "float":
                 raise ValueError("quantized embeddings need int4 or int8 weights")
             if cfg.hidden_size % self.block_size:
                 raise ValueError(f"quantized embeddings need hidden_size {cfg.hidden_size} to be a multiple "
                                  f"of the block size {self.block_size}")
+
+    def _validate_moe(self, cfg):
+        if self.moe_weights not in (None, "mxfp4"):
+            raise ValueError(f"moe weights {self.moe_weights!r} is not mxfp4")
+        if not cfg.num_experts:
+            if self.moe_weights:
+                raise ValueError("--moe-weights needs a mixture-of-experts config (num_experts > 0)")
+            return
+        if self.style != "genai":
+            raise ValueError(f"mixture-of-experts models are written in the genai style only "
+                             f"(com.microsoft MoE / QMoE), not {self.style}")
+        if self.expert_format == "float":
+            return
+        block = 32 if self.expert_format == "mxfp4" else self.block_size
+        for name, k in (("hidden_size", cfg.hidden_size), ("moe_intermediate_size", cfg.moe_inter)):
+            if k % block:
+                raise ValueError(f"{self.expert_format} experts need {name} {k} to be a multiple of the block "
+                                 f"size {block}")
+
+    @property
+    def expert_format(self):
+        """How expert weights are stored: float (MoE), int4 / int8 or mxfp4 (QMoE)."""
+        return self.moe_weights or self.weights
 
     @property
     def bits(self):

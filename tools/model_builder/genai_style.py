@@ -13,9 +13,11 @@
           --position-ids: separate q/k/v MatMuls, com.microsoft.RotaryEmbedding on q and k
           --separate-qkv: separate q/k/v MatMuls straight into GroupQueryAttention
         GroupQueryAttention (do_rotary=1 with cos/sin caches [max_pos, hd/2] unless --position-ids;
-          local_window_size = sliding window; softcap)  -> present.{i}.key/value [B, kv, T, hd]
-        o_proj MatMul(NBits); SkipSimplifiedLayerNormalization
+          local_window_size = the layer's sliding window; softcap; head_sink = gpt-oss's sinks,
+          input 11)  -> present.{i}.key/value [B, kv, T, hd]
+        o_proj MatMul(NBits) (+ Add bias, gpt-oss); SkipSimplifiedLayerNormalization
         gate, up MatMul(NBits); SiLU as Sigmoid*x, or Gelu(approximate=tanh); Mul; down MatMul(NBits)
+          or, in mixture-of-experts layers, router MatMul -> MoE / QMoE (moe_graph.py)
       SkipSimplifiedLayerNormalization -> lm_head MatMul(NBits) (-> Div/Tanh/Mul softcap) -> logits
 
 Node and initializer names follow the builder's ("/model/layers.0/attn/qkv_proj/MatMul",
@@ -26,6 +28,7 @@ import numpy as np
 from onnx import TensorProto
 
 from . import quantize, rope
+from .moe_graph import MoeEmitter
 from .onnx_graph import Graph
 from .weights import lm_head, norm_scale
 
@@ -42,7 +45,9 @@ class GenaiGraphBuilder:
         self.cfg, self.weights, self.opts = cfg, weights, opts
         self.g = Graph("main_graph", opts.float_dtype)
         self.quantized = quantize.quantized_tensors(cfg, weights, opts)
+        self.quantized_experts = quantize.quantized_experts(cfg, weights, opts)
         self.rotary_in_attention = not opts.position_ids
+        self.moe = MoeEmitter(self)
 
     # --- building blocks -------------------------------------------------------------------
 
@@ -165,8 +170,9 @@ class GenaiGraphBuilder:
         if self.opts.position_ids:
             q = self._rotary(f"{base}/q_rotary/RotaryEmbedding", q)
             k = self._rotary(f"{base}/k_rotary/RotaryEmbedding", k)
-        out = self._group_query_attention(i, base, q, k, v)
-        return self.linear(f"{base}/o_proj/MatMul", out, [f"{attn}.o_proj.weight"])
+        out = self.linear(f"{base}/o_proj/MatMul", self._group_query_attention(i, base, q, k, v),
+                          [f"{attn}.o_proj.weight"])
+        return self.bias(f"{base}/o_proj/Add", out, [f"{attn}.o_proj.bias"]) if cfg.o_proj_bias else out
 
     def _head_norm(self, base, x, weight, width):
         """RMSNorm of each head: [B, S, width] -> [B, S * heads, head_dim] -> norm -> back."""
@@ -183,14 +189,19 @@ class GenaiGraphBuilder:
     def _group_query_attention(self, i, base, q, k, v):
         cfg = self.cfg
         inputs = [q, k, v, f"past_key_values.{i}.key", f"past_key_values.{i}.value", self.seqlens_k, self.total_length]
-        if self.rotary_in_attention:
-            inputs += [self.cos_cache, self.sin_cache]
+        inputs += [self.cos_cache, self.sin_cache] if self.rotary_in_attention else ["", ""]
+        if cfg.attention_sinks:  # after position_ids and attention_bias, both unused
+            sinks = self.weights[f"model.layers.{i}.self_attn.sinks"]
+            inputs += ["", "", self.g.weight(f"model.layers.{i}.attn.sinks", sinks)]
+        while inputs[-1] == "":
+            inputs.pop()
+        window = cfg.layer_window(i)
         name = f"{base}/GroupQueryAttention"
         return self.g.node(
             "GroupQueryAttention", inputs, name, outputs=[f"{name}/output_0", f"present.{i}.key", f"present.{i}.value"],
             domain="com.microsoft", num_heads=cfg.num_attention_heads, kv_num_heads=cfg.num_key_value_heads,
             scale=float(1.0 / np.sqrt(cfg.head_dim)),
-            local_window_size=cfg.sliding_window if cfg.sliding_window else -1,
+            local_window_size=window if window else -1,
             softcap=float(cfg.attn_logit_softcapping or 0.0), do_rotary=int(self.rotary_in_attention),
             rotary_interleaved=0)[0]
 
@@ -229,7 +240,7 @@ class GenaiGraphBuilder:
             normed, residual = self.skip_norm(f"/model/layers.{i}/post_attention_layernorm/SkipLayerNorm", residual,
                                               self.attention(i, normed),
                                               f"model.layers.{i}.post_attention_layernorm.weight")
-            mlp_out = self.mlp(i, normed)
+            mlp_out = self.moe.layer(i, normed) if self.cfg.is_moe_layer(i) else self.mlp(i, normed)
             if i + 1 < layers:
                 normed, residual = self.skip_norm(f"/model/layers.{i + 1}/input_layernorm/SkipLayerNorm", residual,
                                                   mlp_out, f"model.layers.{i + 1}.input_layernorm.weight")

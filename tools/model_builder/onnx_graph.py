@@ -31,6 +31,7 @@ class Graph:
         self.float_dtype = np.dtype(float_dtype)  # dtype of activations and float weights
         self.nodes = []
         self.initializers = {}
+        self.element_types = {}  # initializers whose ONNX type numpy has no dtype for (float8e8m0 as uint8)
         self.inputs = []
         self.outputs = []
         self._constants = {}
@@ -49,10 +50,13 @@ class Graph:
                                            **attributes))
         return outputs[0] if len(outputs) == 1 else list(outputs)
 
-    def initializer(self, name, array):
+    def initializer(self, name, array, elem_type=None):
+        """A named initializer; elem_type gives the ONNX element type of bytes numpy cannot name."""
         if name in self.initializers:
             raise ValueError(f"initializer {name} defined twice")
         self.initializers[name] = np.ascontiguousarray(array)
+        if elem_type is not None:
+            self.element_types[name] = elem_type
         return name
 
     def weight(self, name, array):
@@ -125,8 +129,15 @@ class BuiltModel:
         return model
 
 
-def _external_tensor(name, array, location, offset):
-    tensor = TensorProto(name=name, data_type=NP_TO_ONNX[array.dtype], dims=array.shape)
+def _inline_tensor(name, array, elem_type):
+    tensor = numpy_helper.from_array(array, name)
+    if elem_type is not None:
+        tensor.data_type = elem_type
+    return tensor
+
+
+def _external_tensor(name, array, location, offset, elem_type):
+    tensor = TensorProto(name=name, data_type=elem_type or NP_TO_ONNX[array.dtype], dims=array.shape)
     tensor.data_location = TensorProto.EXTERNAL
     for key, value in (("location", location), ("offset", offset), ("length", array.nbytes)):
         entry = tensor.external_data.add()
@@ -137,22 +148,22 @@ def _external_tensor(name, array, location, offset):
 def save_model(model, path, external_data=False):
     """Writes `path`; with external data (forced past AUTO_EXTERNAL_BYTES) tensors of at least
     EXTERNAL_MIN_BYTES go to `path`.data, each at an offset that is a multiple of 64."""
-    arrays = model.graph.initializers
+    arrays, types = model.graph.initializers, model.graph.element_types
     data_name = os.path.basename(path) + ".data"
     data_path = os.path.join(os.path.dirname(path), data_name)
     if os.path.exists(data_path):
         os.remove(data_path)
     if not (external_data or sum(a.nbytes for a in arrays.values()) > AUTO_EXTERNAL_BYTES):
-        initializers = [numpy_helper.from_array(array, name) for name, array in arrays.items()]
+        initializers = [_inline_tensor(name, array, types.get(name)) for name, array in arrays.items()]
     else:
         initializers = []
         with open(data_path, "wb") as data:
             for name, array in arrays.items():
                 if array.nbytes < EXTERNAL_MIN_BYTES:
-                    initializers.append(numpy_helper.from_array(array, name))
+                    initializers.append(_inline_tensor(name, array, types.get(name)))
                     continue
                 data.write(b"\0" * (-data.tell() % EXTERNAL_ALIGNMENT))
-                initializers.append(_external_tensor(name, array, data_name, data.tell()))
+                initializers.append(_external_tensor(name, array, data_name, data.tell(), types.get(name)))
                 data.write(array.tobytes())
     with open(path, "wb") as f:
         f.write(model.proto(initializers).SerializeToString())

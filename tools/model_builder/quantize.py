@@ -15,7 +15,13 @@ is used. Asymmetric blocks span [min(0, lo), max(0, hi)]. Scales are rounded to 
 before the codes are chosen, so `dequantize` reproduces exactly what the op computes.
 
 The same B viewed as [N, K * bits / 8] with scales [N, blocks] is GatherBlockQuantized's layout
-for an embedding table quantized along its hidden axis (quantize_axis=1).
+for an embedding table quantized along its hidden axis (quantize_axis=1), and, stacked over
+experts, QMoE's for quant_type "int".
+
+MXFP4 (QMoE quant_type "fp4", what gpt-oss checkpoints ship for their experts): blocks of 32
+along K share a power-of-two scale 2^(s - 127) (one float8e8m0 byte s) and each value is an
+e2m1 code (sign bit 3, magnitude one of 0, 0.5, 1, 1.5, 2, 3, 4, 6), two per byte, low nibble
+first: codes [N, K / 2], scales [N, K / 32].
 """
 import dataclasses
 
@@ -111,6 +117,59 @@ def dequantize(q):
     return values.reshape(n, -1)[:, :q.k].astype(np.float32)
 
 
+E2M1 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])
+MXFP4_BLOCK = 32
+
+
+@dataclasses.dataclass
+class Mxfp4Weight:
+    codes: np.ndarray  # uint8 [N, K / 2]
+    scales: np.ndarray  # uint8 [N, K / 32], float8e8m0 bytes
+
+
+def quantize_mxfp4(weight):
+    """W [N, K] (K a multiple of 32) -> MXFP4: each block's scale is the smallest power of two
+    that brings its largest magnitude within e2m1's 6, each value the nearest e2m1 code."""
+    n, k = weight.shape
+    if k % MXFP4_BLOCK:
+        raise ValueError(f"MXFP4 needs K to be a multiple of {MXFP4_BLOCK}, got {k}")
+    blocks = weight.astype(np.float64).reshape(n, k // MXFP4_BLOCK, MXFP4_BLOCK)
+    amax = np.abs(blocks).max(axis=-1)
+    exponent = np.ceil(np.log2(np.where(amax > 0, amax, 1.0) / E2M1[-1]))
+    exponent = np.clip(np.where(amax > 0, exponent, -127), -127, 127)
+    scaled = blocks / 2.0 ** exponent[..., None]
+    index = np.abs(np.abs(scaled)[..., None] - E2M1).argmin(axis=-1)
+    nibbles = (index | np.where(scaled < 0, 8, 0)).astype(np.uint8).reshape(n, k)
+    return Mxfp4Weight(_pack_nibbles(nibbles), (exponent + 127).astype(np.uint8))
+
+
+def dequantize_mxfp4(q):
+    nibbles = _unpack_nibbles(q.codes)
+    values = E2M1[nibbles & 7] * np.where(nibbles & 8, -1.0, 1.0)
+    n, k = values.shape
+    scale = 2.0 ** (q.scales.astype(np.float64) - 127)
+    return (values.reshape(n, -1, MXFP4_BLOCK) * scale[..., None]).reshape(n, k).astype(np.float32)
+
+
+def _is_expert(name):
+    return ".mlp.experts." in name and name.endswith("_proj.weight")
+
+
+def quantized_experts(cfg, weights, opts):
+    """{canonical name: QuantizedWeight or Mxfp4Weight} for every expert projection when the
+    experts are quantized (QMoE), else {}."""
+    fmt = opts.expert_format
+    if fmt == "float":
+        return {}
+    names = [n for n in weights if _is_expert(n)]
+    if fmt == "mxfp4":
+        convert = quantize_mxfp4
+    else:
+        bits = {"int4": 4, "int8": 8}[fmt]
+        def convert(w):
+            return quantize(w, bits, opts.block_size, opts.symmetric, opts.float_dtype)
+    return dict(zip(names, parallel_map(lambda name: convert(weights[name]), names)))
+
 
 def quantized_tensors(cfg, weights, opts):
     """{canonical name: QuantizedWeight} for everything the genai style quantizes: the layers'
@@ -118,7 +177,7 @@ def quantized_tensors(cfg, weights, opts):
     with quantized embeddings, "model.embed_tokens.weight" (the very same object when tied)."""
     if opts.bits is None:
         return {}
-    tensors = {n: w for n, w in weights.items() if n.endswith("_proj.weight")}
+    tensors = {n: w for n, w in weights.items() if n.endswith("_proj.weight") and not _is_expert(n)}
     tensors["lm_head.weight"] = lm_head(cfg, weights)
     if opts.quantize_embeddings and not cfg.tie_word_embeddings:
         tensors["model.embed_tokens.weight"] = weights["model.embed_tokens.weight"]
@@ -137,4 +196,6 @@ def effective_weights(cfg, weights, opts):
     effective["lm_head.weight"] = lm_head(cfg, weights)
     for name, q in quantized_tensors(cfg, weights, opts).items():
         effective[name] = dequantize(q)
+    for name, q in quantized_experts(cfg, weights, opts).items():
+        effective[name] = dequantize_mxfp4(q) if isinstance(q, Mxfp4Weight) else dequantize(q)
     return effective

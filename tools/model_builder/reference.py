@@ -3,6 +3,13 @@
 One unpadded sequence at a time, no KV cache: every position's logits come from one causal pass
 over the whole sequence, so comparing them with a runtime's prefill + decode steps checks the
 cache, the masks and the positions as well as the arithmetic. Float64 by default.
+
+Mixture-of-experts MLPs route as Hugging Face's modeling files do: Mixtral and Qwen3-MoE take
+the softmax over all experts, keep the k largest and (norm_topk_prob) divide by their sum;
+gpt-oss keeps the k largest logits (router bias included) and takes their softmax. Each chosen
+expert computes down(act(gate x, up x)) with act(g, u) = g' * sigmoid(alpha * g') * (u' + beta),
+g' = min(g, limit), u' = clamp(u, -limit, limit): SiLU gating for alpha 1, beta 0 and no limit,
+gpt-oss's clamped variant for 1.702, 1 and 7.
 """
 import json
 import os
@@ -66,10 +73,16 @@ class ReferenceModel:
         query = torch.arange(length)[:, None]
         key = torch.arange(length)[None, :]
         visible = key <= query
-        if cfg.sliding_window:
-            visible &= key > query - cfg.sliding_window
+        window = cfg.layer_window(i)
+        if window:
+            visible &= key > query - window
         scores = scores.masked_fill(~visible, float("-inf"))
-        context = torch.einsum("hij,jhd->ihd", torch.softmax(scores, dim=-1), v)
+        if cfg.attention_sinks:  # a per-head logit joins every row's softmax, then is dropped
+            sinks = self.w[f"{prefix}.sinks"][:, None, None].expand(-1, length, 1)
+            probs = torch.softmax(torch.cat([scores, sinks], dim=-1), dim=-1)[..., :-1]
+        else:
+            probs = torch.softmax(scores, dim=-1)
+        context = torch.einsum("hij,jhd->ihd", probs, v)
         return self.linear(context.reshape(length, cfg.q_size), f"{prefix}.o_proj")
 
     def mlp(self, i, x):
@@ -81,6 +94,31 @@ class ReferenceModel:
             act = torch.nn.functional.gelu(gate, approximate="tanh")
         return self.linear(act * self.linear(x, f"{prefix}.up_proj"), f"{prefix}.down_proj")
 
+    def moe(self, i, x):
+        """The mixture-of-experts MLP of layer i over x [L, hidden]."""
+        cfg, torch, prefix = self.cfg, self.torch, f"model.layers.{i}.mlp"
+        logits = self.linear(x, f"{prefix}.gate")
+        if cfg.moe_routing == "topk_softmax":
+            top, experts = torch.topk(logits, cfg.num_experts_per_tok, dim=-1)
+            weights = torch.softmax(top, dim=-1)
+        else:
+            weights, experts = torch.topk(torch.softmax(logits, dim=-1), cfg.num_experts_per_tok, dim=-1)
+            if cfg.norm_topk_prob:
+                weights = weights / weights.sum(dim=-1, keepdim=True)
+        out = torch.zeros_like(x)
+        for e in range(cfg.num_experts):
+            rows, rank = torch.nonzero(experts == e, as_tuple=True)
+            if len(rows) == 0:
+                continue
+            expert = f"{prefix}.experts.{e}"
+            gate, up = self.linear(x[rows], f"{expert}.gate_proj"), self.linear(x[rows], f"{expert}.up_proj")
+            if cfg.swiglu_limit is not None:
+                gate = gate.clamp(max=cfg.swiglu_limit)
+                up = up.clamp(-cfg.swiglu_limit, cfg.swiglu_limit)
+            act = gate * torch.sigmoid(cfg.swiglu_alpha * gate) * (up + cfg.swiglu_beta)
+            out.index_add_(0, rows, weights[rows, rank, None] * self.linear(act, f"{expert}.down_proj"))
+        return out
+
     def logits(self, tokens):
         """[len(tokens), vocab] float64 numpy: the logits after each token."""
         cfg, torch = self.cfg, self.torch
@@ -90,7 +128,8 @@ class ReferenceModel:
         cos, sin = torch.cos(angles), torch.sin(angles)
         for i in range(cfg.num_hidden_layers):
             x = x + self.attention(i, self.norm(x, f"model.layers.{i}.input_layernorm.weight"), cos, sin)
-            x = x + self.mlp(i, self.norm(x, f"model.layers.{i}.post_attention_layernorm.weight"))
+            mlp = self.moe if cfg.is_moe_layer(i) else self.mlp
+            x = x + mlp(i, self.norm(x, f"model.layers.{i}.post_attention_layernorm.weight"))
         logits = self.norm(x, "model.norm.weight") @ self.w["lm_head.weight"].T
         if cfg.final_logit_softcapping:
             logits = cfg.final_logit_softcapping * torch.tanh(logits / cfg.final_logit_softcapping)

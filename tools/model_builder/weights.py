@@ -12,11 +12,21 @@ form that every graph style and the reference forward read:
     model.layers.{i}.post_attention_layernorm.weight   [hidden]
     model.layers.{i}.mlp.{gate,up}_proj.weight         [intermediate, hidden]
     model.layers.{i}.mlp.down_proj.weight              [hidden, intermediate]
+    mixture-of-experts layers instead (E = num_experts, I = moe_intermediate_size):
+    model.layers.{i}.mlp.gate.weight                   [E, hidden]  the router (+ .bias [E], gpt-oss)
+    model.layers.{i}.mlp.experts.{e}.{gate,up}_proj.weight  [I, hidden]   (+ .bias, gpt-oss)
+    model.layers.{i}.mlp.experts.{e}.down_proj.weight  [hidden, I]
+    model.layers.{i}.self_attn.o_proj.bias             [hidden]     (gpt-oss)
+    model.layers.{i}.self_attn.sinks                   [heads]      attention sink logits (gpt-oss)
     model.norm.weight                                  [hidden]
     lm_head.weight                                     [vocab, hidden]  (absent when tied)
 
 Fused checkpoints (Phi-3's qkv_proj and gate_up_proj) are split on load. Linear weights are
-[out, in] as in torch.nn.Linear.
+[out, in] as in torch.nn.Linear. Mixture-of-experts checkpoints are renamed on load: Mixtral's
+block_sparse_moe.gate and experts.{e}.w1 / w3 / w2 (gate, up, down), gpt-oss's mlp.router and
+its stacked experts (gate_up_proj [E, hidden, 2I] with gate and up interleaved along the last
+axis, down_proj [E, I, hidden], each with a _bias). gpt-oss's MXFP4 *_blocks / *_scales are not
+read: dequantise them to a float checkpoint first.
 """
 import concurrent.futures
 import json
@@ -33,7 +43,7 @@ def _layer(i, suffix):
 def checkpoint_layout(cfg):
     """[(name, shape, init)] in the checkpoint's own (possibly fused) form, in a fixed order.
 
-    init is 'embedding', 'linear', 'bias' or 'norm'; the order fixes which random numbers each
+    init is 'embedding', 'linear', 'bias', 'norm' or 'sink'; the order fixes which random numbers each
     tensor gets, so one seed gives the same weights whatever graph style is built."""
     h, kv, q, inter = cfg.hidden_size, cfg.kv_size, cfg.q_size, cfg.intermediate_size
     layout = [("model.embed_tokens.weight", (cfg.vocab_size, h), "embedding")]
@@ -51,8 +61,14 @@ def checkpoint_layout(cfg):
             layout.append((_layer(i, "self_attn.q_norm.weight"), (cfg.head_dim,), "norm"))
             layout.append((_layer(i, "self_attn.k_norm.weight"), (cfg.head_dim,), "norm"))
         layout.append((_layer(i, "self_attn.o_proj.weight"), (h, q), "linear"))
+        if cfg.o_proj_bias:
+            layout.append((_layer(i, "self_attn.o_proj.bias"), (h,), "bias"))
+        if cfg.attention_sinks:
+            layout.append((_layer(i, "self_attn.sinks"), (cfg.num_attention_heads,), "sink"))
         layout.append((_layer(i, "post_attention_layernorm.weight"), (h,), "norm"))
-        if cfg.fused_weights:
+        if cfg.is_moe_layer(i):
+            layout += _moe_layout(cfg, i)
+        elif cfg.fused_weights:
             layout.append((_layer(i, "mlp.gate_up_proj.weight"), (2 * inter, h), "linear"))
         else:
             layout.append((_layer(i, "mlp.gate_proj.weight"), (inter, h), "linear"))
@@ -61,6 +77,19 @@ def checkpoint_layout(cfg):
     layout.append(("model.norm.weight", (h,), "norm"))
     if not cfg.tie_word_embeddings:
         layout.append(("lm_head.weight", (cfg.vocab_size, h), "linear"))
+    return layout
+
+
+def _moe_layout(cfg, i):
+    h, inter, experts = cfg.hidden_size, cfg.moe_inter, cfg.num_experts
+    layout = [(_layer(i, "mlp.gate.weight"), (experts, h), "linear")]
+    if cfg.moe_bias:
+        layout.append((_layer(i, "mlp.gate.bias"), (experts,), "bias"))
+    for e in range(experts):
+        for proj, shape in (("gate_proj", (inter, h)), ("up_proj", (inter, h)), ("down_proj", (h, inter))):
+            layout.append((_layer(i, f"mlp.experts.{e}.{proj}.weight"), shape, "linear"))
+            if cfg.moe_bias:
+                layout.append((_layer(i, f"mlp.experts.{e}.{proj}.bias"), shape[:1], "bias"))
     return layout
 
 
@@ -85,6 +114,8 @@ def random_weights(cfg, seed):
             values /= np.float32(np.sqrt(shape[1]) * cfg.embedding_multiplier)
         elif init == "bias":
             values *= np.float32(0.1)
+        elif init == "sink":  # unit-scale logits, like the scores they join
+            pass
         elif init == "norm":
             values = (np.float32(1.0 - cfg.norm_weight_offset) + np.float32(0.1) * values).astype(np.float32)
         return name, values
@@ -99,8 +130,45 @@ def parallel_map(function, items):
         return list(pool.map(function, items))
 
 
+_MOE_RENAMES = ((".block_sparse_moe.gate.", ".mlp.gate."), (".mlp.router.", ".mlp.gate."),
+                (".block_sparse_moe.experts.", ".mlp.experts."), (".w1.", ".gate_proj."), (".w3.", ".up_proj."),
+                (".w2.", ".down_proj."))
+
+
+def _rename_moe(cfg, checkpoint):
+    """Mixtral's and gpt-oss's expert names (see the module docstring) as the canonical ones."""
+    if not cfg.num_experts:
+        return checkpoint
+    renamed = {}
+    for name, array in checkpoint.items():
+        if ".experts." in name or ".mlp.router." in name or ".block_sparse_moe." in name:
+            for old, new in _MOE_RENAMES:
+                name = name.replace(old, new)
+        renamed[name] = array
+    for i in range(cfg.num_hidden_layers):
+        _split_stacked_experts(renamed, _layer(i, "mlp.experts."))
+    return renamed
+
+
+def _split_stacked_experts(weights, prefix):
+    """gpt-oss's [E, in, out] stacks (gate and up interleaved) -> per-expert [out, in] tensors."""
+    if prefix + "gate_up_proj" not in weights:
+        return
+    gate_up, down = np.asarray(weights.pop(prefix + "gate_up_proj")), np.asarray(weights.pop(prefix + "down_proj"))
+    gate_up_bias, down_bias = weights.pop(prefix + "gate_up_proj_bias", None), weights.pop(prefix + "down_proj_bias", None)
+    for e in range(gate_up.shape[0]):
+        parts = {"gate_proj": (gate_up[e, :, 0::2].T, None if gate_up_bias is None else gate_up_bias[e, 0::2]),
+                 "up_proj": (gate_up[e, :, 1::2].T, None if gate_up_bias is None else gate_up_bias[e, 1::2]),
+                 "down_proj": (down[e].T, None if down_bias is None else down_bias[e])}
+        for proj, (weight, bias) in parts.items():
+            weights[f"{prefix}{e}.{proj}.weight"] = np.ascontiguousarray(weight)
+            if bias is not None:
+                weights[f"{prefix}{e}.{proj}.bias"] = np.asarray(bias)
+
+
 def canonicalize(cfg, checkpoint):
     """Checks names and shapes against the config; splits fused tensors; returns the canonical dict."""
+    checkpoint = _rename_moe(cfg, checkpoint)
     expected = checkpoint_layout(cfg)
     wanted = {name for name, _, _ in expected}
     tied_extra = {"lm_head.weight"} if cfg.tie_word_embeddings else set()

@@ -220,8 +220,14 @@ void PagedAttentionKernel::attend(const KernelContext& ctx, int64_t token, int64
     }
   }
   T* out = ctx.output(P::kOutput).ptr<T>() + token * p_.num_heads * d;
+  const T* sinks = p_.has_head_sink ? ctx.input(P::kHeadSink).ptr<const T>() : nullptr;
   for (int64_t j = 0; j < group_; ++j) {
-    const float inv = 1.0f / sum[j];
+    float inv = 1.0f / sum[j];
+    if (sinks != nullptr) {  // e^sink joins the denominator; rescaled to the larger of it and the max
+      const float sink = static_cast<float>(load(sinks[g * group_ + j]));
+      const float top = std::max(max[j], sink), kept = std::exp(max[j] - top);
+      inv = kept / (sum[j] * kept + std::exp(sink - top));
+    }
     T* o = out + (g * group_ + j) * d;
     for (int64_t i = 0; i < d; ++i) o[i] = store<T>(static_cast<compute_t<T>>(acc[j * d + i] * inv));
   }

@@ -21,6 +21,7 @@ class PagedAttentionCudaKernel final : public OpKernel {
  public:
   Status prepare(PrepareContext& ctx) override {
     OG_ASSIGN_OR_RETURN(const P p, P::make(ctx.node, ctx.inputs));
+    if (p.has_head_sink) return ctx.fail("the CUDA kernel takes no head_sink");
     if (p.head_size > cuda::kPagedMaxHeadSize) {
       return ctx.fail("the CUDA kernel supports head sizes up to ", cuda::kPagedMaxHeadSize, ", got ", p.head_size);
     }

@@ -122,6 +122,17 @@ Status parse_rotary(const Node& node, const std::vector<const TensorInfo*>& inpu
   return Status::ok();
 }
 
+Status parse_head_sink(const Node& node, const std::vector<const TensorInfo*>& inputs, PagedAttentionParams& p) {
+  const TensorInfo* sink = input_at(inputs, PagedAttentionParams::kHeadSink);
+  if (sink == nullptr) return Status::ok();
+  if (sink->dtype != p.dtype || sink->shape != Shape{p.num_heads}) {
+    return OG_ERROR(node.describe(), ": head_sink must be ", dtype_name(p.dtype), " [num_heads=", p.num_heads, "], got ",
+                    dtype_name(sink->dtype), " ", sink->shape.to_string());
+  }
+  p.has_head_sink = true;
+  return Status::ok();
+}
+
 Status infer_shapes(InferContext& ctx) {
   OG_ASSIGN_OR_RETURN(const PagedAttentionParams p, PagedAttentionParams::make(ctx.node, ctx.inputs));
   ctx.set_output(PagedAttentionParams::kOutput, p.dtype, Shape{1, p.tokens, p.num_heads * p.head_size});
@@ -139,12 +150,13 @@ float PagedAttentionParams::effective_scale() const {
 }
 
 Result<PagedAttentionParams> PagedAttentionParams::make(const Node& node, const std::vector<const TensorInfo*>& inputs) {
-  if (inputs.size() > kSinCache + 1) return OG_ERROR(node.describe(), ": takes at most ", kSinCache + 1, " inputs");
+  if (inputs.size() > kHeadSink + 1) return OG_ERROR(node.describe(), ": takes at most ", kHeadSink + 1, " inputs");
   PagedAttentionParams p;
   OG_RETURN_IF_ERROR(parse_attributes(node, p));
   OG_RETURN_IF_ERROR(parse_qkv(node, inputs, p));
   OG_RETURN_IF_ERROR(parse_cache_and_tables(node, inputs, p));
   OG_RETURN_IF_ERROR(parse_rotary(node, inputs, p));
+  OG_RETURN_IF_ERROR(parse_head_sink(node, inputs, p));
   return p;
 }
 

@@ -15,6 +15,8 @@
 //   seq_lens     int32 [S]: positions sequence s holds after this call (cached + its new tokens);
 //                a slot with no tokens and length 0 is unused
 //   cos_cache, sin_cache [rows, rotary_dim/2] when do_rotary = 1
+//   head_sink    [N] (optional): a per-head logit that joins every softmax denominator
+//                (gpt-oss's attention sinks, GroupQueryAttention's input 11)
 //   -> output [1, T, N*D]; key_cache_out, value_cache_out [blocks, P, Nkv, D], which the caller
 //      binds to the key_cache / value_cache tensors (written in place; a distinct buffer gets a
 //      copy of the cache first)
@@ -38,7 +40,7 @@ struct PagedAttentionParams {
   static constexpr const char* kDomain = "onnx_genai";
   static constexpr const char* kOpType = "PagedAttention";
   static constexpr int kQuery = 0, kKey = 1, kValue = 2, kKeyCache = 3, kValueCache = 4, kBlockTables = 5,
-                       kQueryStarts = 6, kSeqLens = 7, kCosCache = 8, kSinCache = 9;
+                       kQueryStarts = 6, kSeqLens = 7, kCosCache = 8, kSinCache = 9, kHeadSink = 10;
   static constexpr int kOutput = 0, kKeyCacheOut = 1, kValueCacheOut = 2;
 
   DType dtype = DType::kUndefined;  // of query, key, value, the caches and the output
@@ -50,6 +52,7 @@ struct PagedAttentionParams {
   float softcap = 0.0f;
   int64_t window = -1;
   bool do_rotary = false, rotary_interleaved = false;
+  bool has_head_sink = false;
   int64_t rotary_dim = 0, rotary_rows = 0;
 
   float effective_scale() const;

@@ -1,0 +1,100 @@
+#!/usr/bin/python3
+"""Checks of the model builder's mixture-of-experts pieces that need no runtime (ctest
+model_builder_moe): checkpoint names of Mixtral and gpt-oss read back as the canonical weights,
+MXFP4 codes and their dequantisation, and refused combinations."""
+import os
+import sys
+import unittest
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import model_builder  # noqa: E402
+from model_builder import quantize  # noqa: E402
+from model_builder.config import BuildOptions  # noqa: E402
+from model_builder.weights import canonicalize  # noqa: E402
+
+
+def _dense_part(weights):
+    return {n: a for n, a in weights.items() if ".experts." not in n and ".mlp.gate." not in n}
+
+
+def mixtral_checkpoint(cfg, w):
+    ck = _dense_part(w)
+    for i in range(cfg.num_hidden_layers):
+        p = f"model.layers.{i}."
+        ck[p + "block_sparse_moe.gate.weight"] = w[p + "mlp.gate.weight"]
+        for e in range(cfg.num_experts):
+            for old, new in (("w1", "gate_proj"), ("w3", "up_proj"), ("w2", "down_proj")):
+                ck[p + f"block_sparse_moe.experts.{e}.{old}.weight"] = w[p + f"mlp.experts.{e}.{new}.weight"]
+    return ck
+
+
+def gpt_oss_checkpoint(cfg, w):
+    """Hugging Face gpt-oss layout: stacked [E, in, out] experts, gate and up interleaved."""
+    ck = _dense_part(w)
+    for i in range(cfg.num_hidden_layers):
+        p = f"model.layers.{i}."
+        ck[p + "mlp.router.weight"], ck[p + "mlp.router.bias"] = w[p + "mlp.gate.weight"], w[p + "mlp.gate.bias"]
+        expert = [f"{p}mlp.experts.{e}." for e in range(cfg.num_experts)]
+        ck[p + "mlp.experts.gate_up_proj"] = np.stack([
+            np.stack([w[x + "gate_proj.weight"].T, w[x + "up_proj.weight"].T], -1).reshape(cfg.hidden_size, -1)
+            for x in expert])
+        ck[p + "mlp.experts.gate_up_proj_bias"] = np.stack([
+            np.stack([w[x + "gate_proj.bias"], w[x + "up_proj.bias"]], -1).reshape(-1) for x in expert])
+        ck[p + "mlp.experts.down_proj"] = np.stack([w[x + "down_proj.weight"].T for x in expert])
+        ck[p + "mlp.experts.down_proj_bias"] = np.stack([w[x + "down_proj.bias"] for x in expert])
+    return ck
+
+
+class CheckpointNames(unittest.TestCase):
+    def check(self, preset, to_checkpoint):
+        cfg = model_builder.load_config(preset)
+        weights = model_builder.load_weights(cfg, seed=3)
+        got = canonicalize(cfg, to_checkpoint(cfg, weights))
+        self.assertEqual(set(got), set(weights))
+        for name, array in weights.items():
+            np.testing.assert_array_equal(got[name], array, err_msg=name)
+
+    def test_mixtral_names(self):
+        self.check("mixtral", mixtral_checkpoint)
+
+    def test_gpt_oss_stacked_experts(self):
+        self.check("gpt_oss", gpt_oss_checkpoint)
+
+
+class Mxfp4(unittest.TestCase):
+    def test_codes_hold_every_e2m1_value_exactly(self):
+        values = np.concatenate([quantize.E2M1, -quantize.E2M1[1:], [0.0] * 17]).reshape(1, 32) * 2.0 ** -3
+        q = quantize.quantize_mxfp4(values)
+        np.testing.assert_array_equal(quantize.dequantize_mxfp4(q), values.astype(np.float32))
+        self.assertEqual(q.scales[0, 0], 127 - 3)
+
+    def test_error_within_half_a_step_of_the_block_scale(self):
+        w = np.random.default_rng(0).standard_normal((8, 64)).astype(np.float32)
+        q = quantize.quantize_mxfp4(w)
+        self.assertEqual((q.codes.shape, q.scales.shape), ((8, 32), (8, 2)))
+        scale = 2.0 ** (q.scales.astype(np.float64) - 127)
+        error = np.abs(quantize.dequantize_mxfp4(q) - w).reshape(8, 2, 32).max(axis=-1)
+        self.assertTrue(np.all(error <= scale + 1e-12))  # the widest e2m1 step (4 -> 6) is 2 units
+        self.assertTrue(np.all(np.abs(w).reshape(8, 2, 32).max(axis=-1) <= 6 * scale))
+
+
+class Refusals(unittest.TestCase):
+    def refused(self, preset, message, **options):
+        cfg = model_builder.load_config(preset)
+        with self.assertRaisesRegex(ValueError, message):
+            BuildOptions(**options).validate(cfg)
+
+    def test_refused_combinations(self):
+        self.refused("mixtral", "genai style only", style="standard")
+        self.refused("llama", "needs a mixture-of-experts config", moe_weights="mxfp4")
+        self.refused("qwen3_moe", "moe_intermediate_size 64 to be a multiple of the block size 128",
+                     weights="int4", block_size=128)
+        with self.assertRaisesRegex(ValueError, "num_experts_per_tok must be in"):
+            model_builder.load_config("mixtral", overrides=["num_experts_per_tok=5"])
+
+
+if __name__ == "__main__":
+    unittest.main()
