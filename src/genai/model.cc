@@ -75,8 +75,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelO
   const Device device =
       options.cpu_fallback ? device_or_cpu_fallback(options.device, impl->device_fallback) : options.device;
   if (options.kv_block_size > 0) {
-    OG_ASSIGN_OR_RETURN(impl->paged,
-                        rewrite_to_paged_attention(*graph_model->graph, options.kv_block_size, device.type));
+    OG_ASSIGN_OR_RETURN(impl->paged, rewrite_to_paged_attention(*graph_model->graph, options.kv_block_size));
     if (impl->paged.rewritten) facts.paged = &impl->paged;
     impl->kv_block_size = options.kv_block_size;
   }
@@ -85,14 +84,11 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelO
     OG_RETURN_IF_ERROR(select_logit_rows(*graph_model->graph, logits_name).status().with_context(file));
   }
   // Only a device session gets the greedy and sampled tokens outputs: a CPU session would compute
-  // them for nothing.
-  // The paged decoder (the serving engine) takes device argmaxes; its sampled rows still use the
-  // host Sampler.
+  // them for nothing. The paged decoder (the serving engine) samples each packed logit row.
   if (device.type != DeviceType::kCpu) {
     OG_RETURN_IF_ERROR(add_greedy_tokens_output(*graph_model->graph, logits_name).status().with_context(file));
-    if (!impl->paged.rewritten) {
-      OG_RETURN_IF_ERROR(add_sampled_tokens_output(*graph_model->graph, logits_name).status().with_context(file));
-    }
+    OG_RETURN_IF_ERROR(
+        add_sampled_tokens_output(*graph_model->graph, logits_name, impl->paged.rewritten).status().with_context(file));
   }
   SessionOptions session_options;
   session_options.num_threads = options.num_threads;
