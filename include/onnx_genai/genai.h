@@ -66,6 +66,12 @@ struct ModelOptions {
   // tables. A graph whose attention cannot be rewritten keeps per-sequence caches, and
   // ModelInfo::paged_kv_unavailable says why. 0: one contiguous cache per Generator.
   int64_t kv_block_size = 0;
+  // > 1: the decoder is sharded at load into this many tensor-parallel ranks (Megatron-style,
+  // docs/ARCHITECTURE.md "Tensor parallelism"), run in lockstep on one thread each (each rank's
+  // pool has num_threads), every rank with its own KV cache of kv_heads / N heads. CPU only; the
+  // KV heads must divide by N, and a graph the sharding pass does not recognise is refused naming
+  // why. Not with kv_block_size (the serving Engine).
+  int tensor_parallel = 1;
 };
 
 // What loading found out about the model.
@@ -74,7 +80,8 @@ struct ModelInfo {
   std::string config_name;       // "genai_config.json" or "config.json"
   int64_t context_length = 0;    // 0 when the config gives none
   int64_t vocab_size = 0;        // logits width
-  int64_t num_layers = 0, kv_heads = 0, head_size = 0;
+  int64_t num_layers = 0, kv_heads = 0, head_size = 0;  // kv_heads: the whole model's, all ranks
+  int tensor_parallel = 1;        // ranks (ModelOptions::tensor_parallel)
   DType kv_dtype = DType::kUndefined;
   bool shared_kv_buffer = false;  // present written into past's storage (GroupQueryAttention)
   bool right_padding = false;     // batch rows start at cache slot 0 (else left-padded)

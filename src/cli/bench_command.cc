@@ -42,6 +42,7 @@ Result<BenchOptions> parse_bench_options(std::span<const std::string> args) {
   table.valued["--repeat"] = integer_option(o.repeat, 1, 1000);
   table.valued["--step-tokens"] = integer_option(o.step_tokens, 1, 16);
   add_model_options(table, o.model);
+  add_tensor_parallel_option(table, o.model);
   table.flags = {{"--json", &o.json}, {"--all-logits", &o.all_logits}};
   add_speculative_options(table, o.speculative);
   OG_RETURN_IF_ERROR(parse_options(args, table, o.model_path));
@@ -123,7 +124,8 @@ nlohmann::ordered_json summarize(const BenchOptions& options, const std::vector<
     decode_seconds = step_seconds;
   }
   return {{"prompt_len", options.prompt_len}, {"gen_len", options.gen_len}, {"repeat", options.repeat},
-          {"threads", options.model.num_threads}, {"step_tokens", options.step_tokens},
+          {"threads", options.model.num_threads}, {"tensor_parallel", options.model.tensor_parallel},
+          {"step_tokens", options.step_tokens},
           {"prefill_tok_s", rate(prefill_tokens, prefill_seconds)},
           {"decode_tok_s", rate(decode_tokens, decode_seconds)},
           {"speculative_steps", speculation.speculative_steps},
@@ -148,10 +150,11 @@ nlohmann::ordered_json summarize(const BenchOptions& options, const std::vector<
 }
 
 void print_table(const nlohmann::ordered_json& summary) {
-  std::printf("prompt %lld tokens, %lld generated, %lld runs after a warm-up, threads %lld, device %s\n",
+  std::printf("prompt %lld tokens, %lld generated, %lld runs after a warm-up, threads %lld, tensor-parallel %lld, "
+              "device %s\n",
               summary["prompt_len"].get<long long>(), summary["gen_len"].get<long long>(),
               summary["repeat"].get<long long>(), summary["threads"].get<long long>(),
-              summary["device"].get<std::string>().c_str());
+              summary["tensor_parallel"].get<long long>(), summary["device"].get<std::string>().c_str());
   if (summary["step_tokens"].get<long long>() > 1) {
     std::printf("  decode steps of %lld tokens (one sampled): %.3f ms per step\n", summary["step_tokens"].get<long long>(),
                 summary["decode_step_ms"].get<double>());

@@ -80,6 +80,7 @@ OptionTable option_table(GenerateOptions& o) {
                  {"--truncate", &o.truncate}, {"--stream", &o.stream}, {"--stats", &o.stats},
                  {"--json-object", &o.json_object}, {"--fast-forward", &o.fast_forward}};
   add_model_options(table, o.model);
+  add_tensor_parallel_option(table, o.model);
   add_input_limit_option(table, o.max_input_bytes);
   add_speculative_options(table, o.speculative);
   return table;

@@ -4,7 +4,7 @@
 //   [--repetition-penalty F] [--no-repeat-ngram-size N]
 //   [--ignore-eos] [--prefill-chunk N] [--truncate] [--threads N] [--device cpu|cuda[:N]]
 //   [--mask-at-capacity on|off]
-//   [--stream] [--stats] [--max-input-bytes N]
+//   [--stream] [--stats] [--max-input-bytes N] [--tensor-parallel N | -tp N]
 //   [--json-schema FILE | --json-object | --regex RE | --grammar FILE] [--fast-forward]
 //                                                       (structured output, include/onnx_genai/constraints.h;
 //                                                        fast-forward: genai::SpeculativeParams::fast_forward)
@@ -42,7 +42,7 @@ struct GenerateOptions {
   std::vector<std::string> stop_strings;
   bool ignore_eos = false;
   bool truncate = false;  // cut a too-long prompt from the left
-  genai::ModelOptions model;  // --threads, --device
+  genai::ModelOptions model;  // --threads, --device, --tensor-parallel
   std::optional<bool> mask_at_capacity;  // genai::ModelOptions::decode_mask_at_capacity
   bool stream = false;  // print text as it is generated (else once at the end)
   bool stats = false;   // timing and session numbers on stderr

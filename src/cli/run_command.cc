@@ -66,6 +66,7 @@ Result<ChatOptions> parse_chat_options(std::span<const std::string> args) {
     return Status::ok();
   };
   add_model_options(table, o.model);
+  add_tensor_parallel_option(table, o.model);
   add_input_limit_option(table, o.max_input_bytes);
   table.flags = {{"--greedy", &o.greedy}};
   OG_RETURN_IF_ERROR(parse_options(args, table, o.model_path));

@@ -128,6 +128,16 @@ void add_model_options(OptionTable& table, genai::ModelOptions& model) {
   };
 }
 
+void add_tensor_parallel_option(OptionTable& table, genai::ModelOptions& model) {
+  const auto set = [&model](const std::string& option, const std::string& value) -> Status {
+    OG_ASSIGN_OR_RETURN(const int64_t ranks, parse_integer(value, option, 1, 64));
+    model.tensor_parallel = static_cast<int>(ranks);
+    return Status::ok();
+  };
+  table.valued["--tensor-parallel"] = set;
+  table.valued["-tp"] = set;
+}
+
 namespace {
 
 // "2GiB", "512M", "1073741824" -> bytes; "0.5" -> a fraction of free memory.

@@ -23,7 +23,10 @@ Result<SpeculativeSetup> load_speculative(const SpeculativeOptions& options, con
     setup.params.method = genai::SpeculativeMethod::kNgram;
     return setup;
   }
-  auto draft = genai::Model::load(*options.proposer, model_options);
+  // A draft model is small: it runs whole on one rank whatever --tensor-parallel says.
+  genai::ModelOptions draft_options = model_options;
+  draft_options.tensor_parallel = 1;
+  auto draft = genai::Model::load(*options.proposer, draft_options);
   if (!draft.is_ok()) return draft.status().with_context("--speculative draft model");
   setup.draft_model = std::move(*draft);
   setup.params.method = genai::SpeculativeMethod::kDraftModel;

@@ -7,7 +7,7 @@
 #include <numeric>
 
 #include "genai/beam_search.h"
-#include "genai/decoder_runner.h"
+#include "genai/decoder_ranks.h"
 #include "genai/constraint_processor.h"
 #include "genai/device_sampling.h"
 #include "genai/greedy_output.h"
@@ -126,11 +126,8 @@ std::string_view finish_reason_name(FinishReason reason) {
 }
 
 struct Generator::Impl {
-  Impl(const ModelParts& parts, GeneratorParams p, KvCache kv)
-      : model(parts),
-        params(std::move(p)),
-        cache(std::move(kv)),
-        runner(*parts.session, parts.io, parts.info.pad_token_id, parts.decode_mask_at_capacity) {}
+  Impl(const ModelParts& parts, GeneratorParams p, DecoderRanks ranks)
+      : model(parts), params(std::move(p)), decoder(std::move(ranks)) {}
 
   Status init_sequences();
   Status init_beam_search();
@@ -164,8 +161,7 @@ struct Generator::Impl {
 
   const ModelParts& model;
   GeneratorParams params;
-  KvCache cache;
-  DecoderRunner runner;
+  DecoderRanks decoder;  // the runner and KV cache of each tensor-parallel rank
   std::vector<Sequence> rows;
   LastPositions last;  // each row's logits, or the graph's token for it
   GenerationStats stats;
@@ -195,15 +191,13 @@ Result<std::unique_ptr<Generator>> Generator::create(const Model& model, const G
   layout.entries = parts.io.kv.size();
   layout.dtype = parts.io.kv_dtype;
   layout.batch = static_cast<int64_t>(fitted.prompts.size()) * fitted.beam.num_beams;
-  layout.heads = parts.io.kv_heads;
   layout.head_size = parts.io.head_size;
   layout.shared = parts.io.shared_buffer;
-  layout.memory = &parts.session->allocator();
   // Left padding takes cache positions too.
   const int64_t context = parts.info.context_length;
   layout.max_length = context > 0 ? context + (parts.io.right_padding ? 0 : static_cast<int64_t>(widest)) : 0;
-  OG_ASSIGN_OR_RETURN(KvCache cache, KvCache::create(layout, parts.kv_options));
-  auto impl = std::make_unique<Impl>(parts, std::move(fitted), std::move(cache));
+  OG_ASSIGN_OR_RETURN(DecoderRanks decoder, DecoderRanks::create(parts, layout));
+  auto impl = std::make_unique<Impl>(parts, std::move(fitted), std::move(decoder));
   OG_RETURN_IF_ERROR(impl->init_sequences());
   return std::unique_ptr<Generator>(new Generator(std::move(impl)));
 }
@@ -233,7 +227,7 @@ Status Generator::Impl::init_sequences() {
   if (per_prompt > 1) return init_beam_search();
   OG_ASSIGN_OR_RETURN(std::shared_ptr<CompiledConstraint> constraint, compile_constraint(model, params.constraint));
   if (speculates(params.speculative)) {
-    if (!runner.keeps_several_positions()) {
+    if (!decoder.keeps_several_positions()) {
       return OG_ERROR("generator: speculative decoding needs the logits of several positions, but the decoder's output '",
                       model.session->outputs()[model.io.logits_output].name, "' keeps only the last one");
     }
@@ -257,9 +251,9 @@ Status Generator::Impl::init_sequences() {
   // When every row's token is the plain argmax, or a draw the graph can make, a device session
   // keeps the logits on the device and hands over the argmax (greedy_output.h) or the draw
   // (device_sampling.h) computed in the graph.
-  runner.take_greedy_tokens(plain_argmax);
+  decoder.take_greedy_tokens(plain_argmax);
   // A verify step samples several positions on the host (the graph draws from the last only).
-  runner.take_sampled_tokens(device_sampling && !drafter, params.sampling);
+  decoder.take_sampled_tokens(device_sampling && !drafter, params.sampling);
   return Status::ok();
 }
 
@@ -301,7 +295,7 @@ Status Generator::Impl::feed_rows(std::span<Sequence> batch, size_t first, int64
     }
     if (width == 0) return Status::ok();
     const Clock::time_point start = Clock::now();
-    OG_RETURN_IF_ERROR(runner.run(run, first, cache, last));
+    OG_RETURN_IF_ERROR(decoder.run(run, first, last));
     if (width > 1) {
       stats.prefill_tokens += real;
       stats.prefill_seconds += seconds_since(start);
@@ -374,8 +368,8 @@ Status Generator::Impl::init_beam_search() {
   beam_log_probs.emplace(std::move(chain));
   beams.emplace(params.beam, params.prompts.size(), eos, static_cast<int32_t>(model.io.vocab_size));
   beam_outputs.resize(params.prompts.size() * returned_per_prompt());
-  runner.take_greedy_tokens(false);
-  runner.take_sampled_tokens(false, params.sampling);
+  decoder.take_greedy_tokens(false);
+  decoder.take_sampled_tokens(false, params.sampling);
   return Status::ok();
 }
 
@@ -419,7 +413,7 @@ Status Generator::Impl::beam_step() {
     for (size_t i = 0; i < per_prompt; ++i) rows[first + i].slots = std::move(slots[i]);
     if (beams->done(group)) OG_RETURN_IF_ERROR(finish_beam_group(group));
   }
-  OG_RETURN_IF_ERROR(cache.gather_rows(sources));
+  OG_RETURN_IF_ERROR(decoder.gather_rows(sources));
   stats.sampling_seconds += seconds_since(start);
   return Status::ok();
 }
@@ -480,7 +474,7 @@ Result<bool> Generator::Impl::speculative_step() {
   const int64_t size = row.size();
   row.slots.insert(row.slots.end(), draft.tokens.begin(), draft.tokens.end());
   const RunRow run{row.slots, row.lead_pads, row.cached, drafted + 1, &*row.sampler, drafted + 1};
-  const Status ran = runner.run(std::span(&run, 1), 0, cache, last);
+  const Status ran = decoder.run(std::span(&run, 1), 0, last);
   row.slots.resize(static_cast<size_t>(size));
   OG_RETURN_IF_ERROR(ran);
   ++stats.decode_steps;
@@ -517,7 +511,7 @@ Status Generator::Impl::verify_draft(Sequence& row, int64_t drafted) {
           }));
   // The pending token and the accepted draft are in the cache; a token after them is not.
   row.cached = fed_from + 1 + accepted;
-  OG_RETURN_IF_ERROR(cache.rewind(row.cached));
+  OG_RETURN_IF_ERROR(decoder.rewind(row.cached));
   stats.drafted_tokens += drafted;
   stats.accepted_tokens += accepted;
   if (drafter->last_forced()) {
@@ -613,7 +607,7 @@ Status Generator::rewind(size_t length) {
     }
     cached = std::max(cached, row.cached);
   }
-  return impl_->cache.rewind(cached);
+  return impl_->decoder.rewind(cached);
 }
 
 size_t Generator::batch_size() const { return impl_->sequence_count(); }
@@ -634,8 +628,8 @@ size_t Generator::cached_length(size_t sequence) const {
 const std::string& Generator::new_text(size_t sequence) const { return impl_->at(sequence).new_text; }
 std::span<const SampledToken> Generator::logprobs(size_t sequence) const { return impl_->at(sequence).logprobs; }
 double Generator::beam_score(size_t sequence) const { return impl_->at(sequence).beam_score; }
-int64_t Generator::kv_capacity() const { return impl_->cache.capacity(); }
-int64_t Generator::kv_growths() const { return impl_->cache.growths(); }
+int64_t Generator::kv_capacity() const { return impl_->decoder.capacity(); }
+int64_t Generator::kv_growths() const { return impl_->decoder.growths(); }
 const GenerationStats& Generator::stats() const { return impl_->stats; }
 
 }  // namespace onnx_genai::genai

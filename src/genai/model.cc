@@ -66,37 +66,105 @@ ModelInfo describe(const ModelParts& parts) {
 
 }  // namespace
 
-Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelOptions& options) {
-  auto impl = std::make_unique<Impl>();
-  OG_ASSIGN_OR_RETURN(impl->package, load_package(path, options.onnx_file));
-  const std::string file = impl->package.model_file.string();
-  OG_ASSIGN_OR_RETURN(std::shared_ptr<::onnx_genai::Model> graph_model, load_onnx_model(file));
-  GraphFacts facts = read_graph_facts(*graph_model->graph, impl->package);
-  const Device device =
-      options.cpu_fallback ? device_or_cpu_fallback(options.device, impl->device_fallback) : options.device;
+namespace {
+
+// The generator's load-time rewrites of the decoder graph (every rank's alike).
+Status prepare_graph(Graph& graph, ModelParts& parts, const ModelOptions& options, const Device& device) {
+  const std::string file = parts.package.model_file.string();
   if (options.kv_block_size > 0) {
-    OG_ASSIGN_OR_RETURN(impl->paged, rewrite_to_paged_attention(*graph_model->graph, options.kv_block_size));
-    if (impl->paged.rewritten) facts.paged = &impl->paged;
-    impl->kv_block_size = options.kv_block_size;
+    OG_ASSIGN_OR_RETURN(parts.paged, rewrite_to_paged_attention(graph, options.kv_block_size));
+    parts.kv_block_size = options.kv_block_size;
   }
-  const std::string logits_name = impl->package.names.logits.empty() ? "logits" : impl->package.names.logits;
+  const std::string logits_name = parts.package.names.logits.empty() ? "logits" : parts.package.names.logits;
   if (options.select_logit_rows) {
-    OG_RETURN_IF_ERROR(select_logit_rows(*graph_model->graph, logits_name).status().with_context(file));
+    OG_RETURN_IF_ERROR(select_logit_rows(graph, logits_name).status().with_context(file));
   }
   // Only a device session gets the greedy and sampled tokens outputs: a CPU session would compute
   // them for nothing. The paged decoder (the serving engine) samples each packed logit row.
   if (device.type != DeviceType::kCpu) {
-    OG_RETURN_IF_ERROR(add_greedy_tokens_output(*graph_model->graph, logits_name).status().with_context(file));
-    OG_RETURN_IF_ERROR(
-        add_sampled_tokens_output(*graph_model->graph, logits_name, impl->paged.rewritten).status().with_context(file));
+    OG_RETURN_IF_ERROR(add_greedy_tokens_output(graph, logits_name).status().with_context(file));
+    OG_RETURN_IF_ERROR(add_sampled_tokens_output(graph, logits_name, parts.paged.rewritten).status().with_context(file));
   }
+  return Status::ok();
+}
+
+// The package as each of `ranks` tensor-parallel ranks sees it: its graph caches kv_heads / N
+// heads, which is no contradiction of the config to warn about.
+Package rank_package(const Package& package, int ranks) {
+  Package view = package;
+  if (view.num_kv_heads && *view.num_kv_heads % ranks == 0) *view.num_kv_heads /= ranks;
+  return view;
+}
+
+// ModelOptions::tensor_parallel > 1: N sharded sessions; rank 0's becomes parts.session. The
+// sharding pass refuses a graph it cannot split (KV heads not divisible by N, ...) naming why.
+Status load_ranks(ModelParts& parts, const ModelOptions& options, const SessionOptions& session_options,
+                  GraphFacts& facts) {
+  const std::string file = parts.package.model_file.string();
+  const int n = options.tensor_parallel;
+  if (options.kv_block_size > 0) {
+    return OG_ERROR(file, ": tensor parallelism (", n,
+                    " ranks) is not available with a paged KV cache (the serving engine)");
+  }
+  if (session_options.device.type != DeviceType::kCpu) {
+    return OG_ERROR(file, ": tensor parallelism (", n,
+                    " ranks) runs on the CPU only (no NCCL communicator in this build)");
+  }
+  bool first = true;
+  const auto prepare = [&](Graph& graph) -> Status {
+    if (first) facts = read_graph_facts(graph, parts.package);  // sharding renames no input
+    first = false;
+    return prepare_graph(graph, parts, options, session_options.device);
+  };
+  const std::string logits_name = parts.package.names.logits.empty() ? "logits" : parts.package.names.logits;
+  Result<std::unique_ptr<TensorParallelSessions>> ranks =
+      TensorParallelSessions::load(file, logits_name, n, session_options, prepare);
+  if (!ranks.is_ok()) {
+    return OG_ERROR("cannot split the model into ", n, " tensor-parallel ranks: ", ranks.status().message());
+  }
+  parts.ranks = std::move(*ranks);
+  parts.session = &parts.ranks->rank(0);
+  const Package view = rank_package(parts.package, n);
+  for (int r = 1; r < n; ++r) {
+    const Session& rank = parts.ranks->rank(r);
+    OG_ASSIGN_OR_RETURN(DecoderIo io, in_context(derive_decoder_io(rank.inputs(), rank.outputs(), view, facts), file));
+    parts.rank_io.push_back(std::move(io));
+  }
+  return Status::ok();
+}
+
+Status load_session(ModelParts& parts, const ModelOptions& options, const SessionOptions& session_options,
+                    GraphFacts& facts) {
+  if (options.tensor_parallel < 1 || options.tensor_parallel > 64) {
+    return OG_ERROR("tensor_parallel must be in [1, 64], got ", options.tensor_parallel);
+  }
+  if (options.tensor_parallel > 1) return load_ranks(parts, options, session_options, facts);
+  OG_ASSIGN_OR_RETURN(std::shared_ptr<::onnx_genai::Model> graph_model,
+                      load_onnx_model(parts.package.model_file.string()));
+  facts = read_graph_facts(*graph_model->graph, parts.package);
+  OG_RETURN_IF_ERROR(prepare_graph(*graph_model->graph, parts, options, session_options.device));
+  OG_ASSIGN_OR_RETURN(parts.single, Session::create(std::move(graph_model), session_options));
+  parts.session = parts.single.get();
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  OG_ASSIGN_OR_RETURN(impl->package, load_package(path, options.onnx_file));
+  const std::string file = impl->package.model_file.string();
   SessionOptions session_options;
   session_options.num_threads = options.num_threads;
-  session_options.device = device;
+  session_options.device =
+      options.cpu_fallback ? device_or_cpu_fallback(options.device, impl->device_fallback) : options.device;
   session_options.capture_device_graphs = options.capture_device_graphs;
-  OG_ASSIGN_OR_RETURN(impl->session, Session::create(std::move(graph_model), session_options));
+  GraphFacts facts;
+  OG_RETURN_IF_ERROR(load_session(*impl, options, session_options, facts));
+  if (impl->paged.rewritten) facts.paged = &impl->paged;
+  const Package rank_view = rank_package(impl->package, options.tensor_parallel);
   OG_ASSIGN_OR_RETURN(impl->io, in_context(derive_decoder_io(impl->session->inputs(), impl->session->outputs(),
-                                                             impl->package, facts),
+                                                             rank_view, facts),
                                            file));
   OG_RETURN_IF_ERROR(check_special_ids(impl->package, impl->io.vocab_size));
   if (impl->io.kv.empty()) {
@@ -106,6 +174,8 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelO
     OG_ASSIGN_OR_RETURN(impl->tokenizer, Tokenizer::load(impl->package.dir.string()));
   }
   impl->info = describe(*impl);
+  impl->info.tensor_parallel = options.tensor_parallel;
+  impl->info.kv_heads *= options.tensor_parallel;  // every rank caches kv_heads / N
   impl->info.paged_kv = impl->io.paged;
   if (options.kv_block_size > 0 && !impl->io.paged) impl->info.paged_kv_unavailable = impl->paged.reason;
   impl->kv_options.preallocate = options.preallocate_kv;

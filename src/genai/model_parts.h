@@ -5,6 +5,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "genai/decoder_io.h"
 #include "genai/kv_cache.h"
@@ -14,12 +15,19 @@
 #include "onnx_genai/genai.h"
 #include "onnx_genai/session.h"
 #include "onnx_genai/tokenizer.h"
+#include "runtime/tensor_parallel_session.h"
 
 namespace onnx_genai::genai {
 
 struct ModelParts {
   Package package;
-  std::unique_ptr<Session> session;
+  // The decoder: `single`, or with tensor parallelism (ModelOptions::tensor_parallel > 1) rank 0's
+  // of `ranks`. Only DecoderRanks (decoder_ranks.h) may run it then: a rank run alone waits
+  // forever in its first collective.
+  Session* session = nullptr;
+  std::unique_ptr<Session> single;
+  std::unique_ptr<TensorParallelSessions> ranks;
+  std::vector<DecoderIo> rank_io;  // ranks 1..N-1's (rank 0's is `io`); each has kv_heads / N
   std::string device_fallback;  // why the decoder runs on the CPU instead of the GPU asked for
   DecoderIo io;
   ModelInfo info;

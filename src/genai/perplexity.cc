@@ -191,6 +191,7 @@ Result<PerplexityOptions> resolve_perplexity_options(const Model& model, std::sp
                                                      const PerplexityOptions& options) {
   const ModelParts& parts = ModelAccess::parts(model);
   if (parts.io.paged) return OG_ERROR("perplexity: the model was loaded with a paged KV cache (kv_block_size); load it without");
+  if (parts.ranks) return OG_ERROR("perplexity: not with tensor parallelism (ModelOptions::tensor_parallel); load the model without");
   const int64_t context = parts.info.context_length;
   PerplexityOptions resolved = options;
   if (resolved.window == 0) resolved.window = context > 0 ? std::min(context, kDefaultWindow) : kDefaultWindow;

@@ -69,13 +69,15 @@ struct TensorParallelSessions::Workers {
 
 Result<std::unique_ptr<TensorParallelSessions>> TensorParallelSessions::load(const std::string& path,
                                                                              const std::string& logits,
-                                                                             int world_size, SessionOptions options) {
+                                                                             int world_size, SessionOptions options,
+                                                                             const PrepareGraph& prepare) {
   if (options.communicator != nullptr) return OG_ERROR(path, ": tensor-parallel sessions make their own communicators");
   OG_ASSIGN_OR_RETURN(std::shared_ptr<InProcessGroup> group, InProcessGroup::create(world_size));
   std::unique_ptr<TensorParallelSessions> sessions(new TensorParallelSessions());
   sessions->group_ = group;
   for (int r = 0; r < world_size; ++r) {
     OG_ASSIGN_OR_RETURN(std::shared_ptr<Model> model, load_onnx_model(path));
+    if (prepare) OG_RETURN_IF_ERROR(prepare(*model->graph).with_context(path));
     Result<TensorParallelShards> shards = shard_for_tensor_parallel(*model->graph, logits, r, world_size);
     if (!shards.is_ok()) return shards.status().with_context(path);
     sessions->shards_ = *shards;
@@ -96,11 +98,18 @@ Status TensorParallelSessions::run_into(const std::vector<std::vector<Tensor>>& 
     return OG_ERROR("a tensor-parallel run takes inputs and outputs for each of its ", n, " ranks, got ", inputs.size(),
                     " and ", outputs.size());
   }
-  std::vector<Status> results(n, Status::ok());
+  return run_ranks([&](int r) {
+    const auto i = static_cast<size_t>(r);
+    return ranks_[i]->run_into(inputs[i], outputs[i]);
+  });
+}
+
+Status TensorParallelSessions::run_ranks(const std::function<Status(int rank)>& fn) {
+  std::vector<Status> results(ranks_.size(), Status::ok());
   std::atomic<int> first_failure{-1};  // the cause; the others then fail as aborted
   workers_->run([&](int r) {
     const auto i = static_cast<size_t>(r);
-    results[i] = ranks_[i]->run_into(inputs[i], outputs[i]);
+    results[i] = fn(r);
     int none = -1;
     if (!results[i].is_ok() && first_failure.compare_exchange_strong(none, r)) group_->abort();
   });

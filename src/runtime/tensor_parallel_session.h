@@ -8,6 +8,7 @@
 // one CUDA device and stream per rank thread and NCCL behind the Communicator interface.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,8 +23,12 @@ class InProcessGroup;
 class TensorParallelSessions {
  public:
   // `options` apply to every rank (num_threads is each rank's pool); its communicator must be unset.
+  // `prepare`, when given, rewrites each rank's graph before it is sharded (the generator's
+  // load-time passes, runtime/generation_passes.h); it must rewrite every rank's alike.
+  using PrepareGraph = std::function<Status(Graph& graph)>;
   static Result<std::unique_ptr<TensorParallelSessions>> load(const std::string& path, const std::string& logits,
-                                                              int world_size, SessionOptions options = {});
+                                                              int world_size, SessionOptions options = {},
+                                                              const PrepareGraph& prepare = {});
   ~TensorParallelSessions();
   TensorParallelSessions(const TensorParallelSessions&) = delete;
   TensorParallelSessions& operator=(const TensorParallelSessions&) = delete;
@@ -37,6 +42,10 @@ class TensorParallelSessions {
   // rank's error. A failed run aborts the group (its other ranks would wait forever in a
   // collective), so every later run fails too: load again.
   Status run_into(const std::vector<std::vector<Tensor>>& inputs, std::vector<std::vector<Tensor>>& outputs);
+  // The same for any per-rank work that runs each rank's session once (the generator's decoder
+  // runners: host-side input building, the run, the rank's own KV cache bookkeeping): fn(r) for
+  // every rank at once, with run_into's error and abort rules.
+  Status run_ranks(const std::function<Status(int rank)>& fn);
 
  private:
   struct Workers;

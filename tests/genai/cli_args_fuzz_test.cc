@@ -22,7 +22,7 @@ constexpr uint64_t kSeed = 18;
 const std::vector<std::string> kGenerateOptions = {
     "--prompt", "--system",  "--stop",   "--max-new-tokens", "--min-new-tokens", "--prefill-chunk", "--temperature",
     "--top-p",  "--min-p",   "--top-k",  "--seed",           "--mask-at-capacity", "--threads",     "--device",
-    "--cuda-graphs", "--max-input-bytes", "--chat", "--greedy", "--ignore-eos", "--truncate", "--stream", "--stats"};
+    "--cuda-graphs", "--max-input-bytes", "--tensor-parallel", "-tp", "--chat", "--greedy", "--ignore-eos", "--truncate", "--stream", "--stats"};
 const std::vector<std::string> kExecOptions = {"--threads", "--device",     "--repeat",         "--dim",
                                                "--input",   "--max-memory", "--max-input-bytes"};
 const std::vector<std::string> kValues = {
