@@ -1,12 +1,11 @@
 // MatMulNBits (4- and 8-bit) GEMV / small-M GEMM on the GPU against the device's measured copy
-// bandwidth (the roofline of a kernel that streams its weights once), and GroupQueryAttention
-// prompts on the flash kernel against the tiled one.
+// bandwidth (the roofline of a kernel that streams its weights once), and the attention kernels
+// (cuda_attention.cc).
 //
 //   cuda_bench [json_path [case]]  (default cuda_bench.json; markdown tables go to stdout;
 //                                  case: run only the shapes whose "group KxN/bBLOCK" contains it,
 //                                  e.g. "gemv 18944x3584/b32", to profile one under ncu, and the
-//                                  prompts whose "gqa-prompt f16 N32/8 D128 S<rows> past<rows>"
-//                                  does, e.g. "gqa-prompt")
+//                                  attention cases whose name does, e.g. "gqa-prompt" or "paged")
 //
 // For each (K, N, block) at M = 1 and M = 8, f16 activations and scales, no zero points, and each
 // variant (kVariants: the CUDA-core kernel; the tensor-core kernel as the planner picks it, with
@@ -33,11 +32,8 @@
 // as planned and at every forced split of K, against the dense path (dequantise, cuBLASLt), against
 // cuBLASLt on f16 weights alone (the fp16 tensor-core rate) and against M = 1.
 //
-// GroupQueryAttention prompts of a 7B model's attention (N32 / Nkv8, D128, f16, rotary, causal;
-// 512 and 1024 rows first, 512 after 512 cached rows) through the op's whole launch sequence
-// (rotary and append, then attention), planned onto the tiled kernel and onto the flash kernel:
-// time, TFLOP/s of the attention products (4 * N * D flops per (row, key) pair the causal mask
-// keeps), and the flash output's difference from the tiled one's.
+// Then the attention cases of cuda_attention.cc: GroupQueryAttention prompts on the tiled and the
+// flash kernel, PagedAttention serving steps on the CUDA-core and the tensor-core kernel.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -53,7 +49,7 @@
 
 #include "core/cuda/device.h"
 #include "core/cuda/memory.h"
-#include "ops/cuda/attention_kernels.h"
+#include "cuda_common.h"
 #include "ops/cuda/dequantize_kernels.h"
 #include "ops/cuda/dequantized_matmul.h"
 #include "ops/cuda/int4_gemm.h"
@@ -63,51 +59,6 @@
 
 namespace onnx_genai {
 namespace {
-
-constexpr int kReps = 15;
-constexpr int kWarmup = 3;
-
-#define BENCH_CHECK(expr)                                                                        \
-  do {                                                                                           \
-    if (Status og_s = (expr); !og_s.is_ok()) {                                                   \
-      std::fprintf(stderr, "cuda_bench: %s\n", og_s.message().c_str());                        \
-      std::exit(1);                                                                              \
-    }                                                                                            \
-  } while (0)
-
-Status check(cudaError_t err, const char* what) {
-  if (err == cudaSuccess) return Status::ok();
-  return OG_ERROR(what, ": ", cudaGetErrorString(err));
-}
-
-template <typename T>
-T value_or_exit(Result<T> r) {
-  BENCH_CHECK(r.status());
-  return std::move(r).value();
-}
-
-// Median over kReps of the milliseconds `batch` takes, after kWarmup untimed batches.
-template <typename F>
-double median_ms(cudaStream_t stream, F&& batch) {
-  cudaEvent_t start, stop;
-  BENCH_CHECK(check(cudaEventCreate(&start), "cudaEventCreate"));
-  BENCH_CHECK(check(cudaEventCreate(&stop), "cudaEventCreate"));
-  for (int i = 0; i < kWarmup; ++i) batch();
-  std::vector<double> times;
-  for (int i = 0; i < kReps; ++i) {
-    BENCH_CHECK(check(cudaEventRecord(start, stream), "cudaEventRecord"));
-    batch();
-    BENCH_CHECK(check(cudaEventRecord(stop, stream), "cudaEventRecord"));
-    BENCH_CHECK(check(cudaEventSynchronize(stop), "cudaEventSynchronize"));
-    float ms = 0;
-    BENCH_CHECK(check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime"));
-    times.push_back(ms);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
 
 // Bytes read plus bytes written per second by a large device-to-device copy.
 double copy_bandwidth(cudaStream_t stream) {
@@ -163,21 +114,6 @@ struct Row {
   int tile = 0;  // the int4 GEMM's (1..kInt4GemmConfigs; 0 for the other kernels)
 };
 
-// JSON has no NaN: a failed measurement is null.
-std::string json_number(double v) {
-  if (std::isnan(v)) return "null";
-  std::ostringstream out;
-  out << v;
-  return out.str();
-}
-
-std::vector<uint16_t> random_f16(size_t count, std::mt19937& rng, float lo, float hi) {
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<uint16_t> out(count);
-  for (auto& v : out) v = Float16(dist(rng)).bits;
-  return out;
-}
-
 // Copies of one weight set (codes and f16 scales of N rows) covering 4x the L2, so no launch
 // finds its weights cached.
 struct WeightCopies {
@@ -207,28 +143,6 @@ WeightCopies make_weight_copies(const Shape2& s, int64_t l2_bytes, cudaStream_t 
   return w;
 }
 
-// Milliseconds per replay (the median) of a CUDA graph of what `queue` launches on `stream`: no
-// launch gaps in the timing, and a check that the kernels are capture-safe. A failed launch ends
-// the capture and comes back as the error.
-Result<double> replay_ms(cudaStream_t stream, const std::function<Status()>& queue) {
-  cudaGraph_t graph = nullptr;
-  cudaGraphExec_t exec = nullptr;
-  OG_RETURN_IF_ERROR(check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture"));
-  const Status launched = queue();
-  const Status captured = check(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture");
-  Status ready = !launched.is_ok() ? launched : captured;
-  if (ready.is_ok()) ready = check(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
-  if (!ready.is_ok()) {
-    if (graph != nullptr) cudaGraphDestroy(graph);
-    cudaGetLastError();  // the launch error is reported, not left for the next call
-    return ready;
-  }
-  const double ms = median_ms(stream, [&] { BENCH_CHECK(check(cudaGraphLaunch(exec, stream), "cudaGraphLaunch")); });
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  return ms;
-}
-
 // Queues one planned product of `args` (the GEMV kernels, or the dense path) on a stream.
 using Launch = std::function<Status(const cuda::MatMulNBits4Args&, cudaStream_t)>;
 
@@ -256,22 +170,6 @@ Result<double> time_launches(cuda::MatMulNBits4Args args, const WeightCopies& w,
   };
   OG_ASSIGN_OR_RETURN(const double ms, replay_ms(stream, launch_all));
   return ms * 1e3 / static_cast<double>(w.codes.size());
-}
-
-// max |y - reference| / max |reference| over two f16 device outputs of `count` values.
-double relative_difference(const cuda::DeviceBuffer& y, const cuda::DeviceBuffer& reference, size_t count,
-                           cudaStream_t stream) {
-  std::vector<uint16_t> got(count), want(count);
-  BENCH_CHECK(cuda::copy_to_host(got.data(), y.data(), count * 2, stream));
-  BENCH_CHECK(cuda::copy_to_host(want.data(), reference.data(), count * 2, stream));
-  BENCH_CHECK(check(cudaStreamSynchronize(stream), "cudaStreamSynchronize"));
-  double diff = 0, scale = 0;
-  for (size_t i = 0; i < count; ++i) {
-    const double g = Float16::to_float(got[i]), w = Float16::to_float(want[i]);
-    diff = std::max(diff, std::fabs(g - w));
-    scale = std::max(scale, std::fabs(w));
-  }
-  return scale > 0 ? diff / scale : diff;
 }
 
 // Plans `args` (shapes set) for `choice`, times it over the weight copies into `y` and returns
@@ -520,122 +418,6 @@ void bench_gate_up(const Shape2& s, int64_t l2_bytes, cudaStream_t stream, std::
   BENCH_CHECK(check(cudaStreamSynchronize(stream), "cudaStreamSynchronize"));
 }
 
-// ---- GroupQueryAttention prompts ----
-
-// A prompt of q_len rows after `past` cached rows, 7B attention shape (N32 / Nkv8, D128, f16,
-// rotary, causal), into the runtime's shared cache (present is the past buffer).
-struct PromptCase {
-  int64_t q_len, past;
-  std::string name() const {
-    return "gqa-prompt f16 N32/8 D128 S" + std::to_string(q_len) + " past" + std::to_string(past);
-  }
-};
-
-struct PromptRow {
-  std::string name;
-  const char* variant;  // "tiled" (forced onto gqa_attention_kernel) or "flash" (the planner's)
-  double us = NAN, tflops = NAN;
-  double difference = NAN;  // the flash output against the tiled one's: max |y - ref| / max |ref|
-  std::string error;
-};
-
-cuda::GqaArgs prompt_args(const PromptCase& p) {
-  cuda::GqaArgs a;
-  a.dtype = DType::kF16;
-  a.batch = 1;
-  a.q_len = a.kv_len = p.q_len;
-  a.num_heads = 32;
-  a.kv_heads = 8;
-  a.head_size = 128;
-  a.past_len = a.present_len = p.past + p.q_len;
-  a.first_prompt = p.past == 0;
-  a.scale = 1.0f / std::sqrt(static_cast<float>(a.head_size));
-  a.do_rotary = true;
-  a.rotary_dim = a.head_size;
-  a.rotary_rows = a.present_len;
-  a.query_row = a.num_heads * a.head_size;
-  a.new_kv_row = a.kv_heads * a.head_size;
-  return a;
-}
-
-// S = Q K^T and O = P V: 2 * 2 * D flops per head and (row, key) pair the causal mask keeps.
-double prompt_flops(const cuda::GqaArgs& a, const PromptCase& p) {
-  const double pairs = static_cast<double>(p.q_len) * static_cast<double>(p.past) +
-                       static_cast<double>(p.q_len) * static_cast<double>(p.q_len + 1) / 2.0;
-  return 4.0 * static_cast<double>(a.num_heads * a.head_size) * pairs;
-}
-
-// Times the op's launches for the case on the tiled kernel, then on the flash kernel (checked
-// against the tiled output). Replays rewrite the same new cache rows, so both read one cache.
-void bench_prompt(const PromptCase& p, cudaStream_t stream, std::mt19937& rng, std::vector<PromptRow>& rows) {
-  const cuda::GqaArgs shape = prompt_args(p);
-  const auto random_rows = [&](int64_t count, int64_t width) {
-    const std::vector<uint16_t> host = random_f16(static_cast<size_t>(count * width), rng, -1.0f, 1.0f);
-    cuda::DeviceBuffer buffer = value_or_exit(cuda::DeviceBuffer::allocate(host.size() * 2));
-    BENCH_CHECK(cuda::copy_to_device(buffer.data(), host.data(), host.size() * 2, stream));
-    return buffer;
-  };
-  const cuda::DeviceBuffer query = random_rows(p.q_len, shape.query_row);
-  const cuda::DeviceBuffer new_k = random_rows(p.q_len, shape.new_kv_row), new_v = random_rows(p.q_len, shape.new_kv_row);
-  const cuda::DeviceBuffer cache_k = random_rows(shape.kv_heads * shape.present_len, shape.head_size);
-  const cuda::DeviceBuffer cache_v = random_rows(shape.kv_heads * shape.present_len, shape.head_size);
-  const cuda::DeviceBuffer cos = random_rows(shape.rotary_rows, shape.rotary_dim / 2);
-  const cuda::DeviceBuffer sin = random_rows(shape.rotary_rows, shape.rotary_dim / 2);
-  const int32_t last = static_cast<int32_t>(p.past + p.q_len - 1);
-  const cuda::DeviceBuffer seqlens = value_or_exit(cuda::DeviceBuffer::allocate(sizeof(last)));
-  BENCH_CHECK(cuda::copy_to_device(seqlens.data(), &last, sizeof(last), stream));
-  const size_t outputs = static_cast<size_t>(p.q_len * shape.query_row);
-  const cuda::DeviceBuffer reference = value_or_exit(cuda::DeviceBuffer::allocate(outputs * 2));
-  const cuda::DeviceBuffer y = value_or_exit(cuda::DeviceBuffer::allocate(outputs * 2));
-  using Kernel = cuda::GqaPromptKernel;
-  for (const auto& [variant, kernel] : {std::pair{"tiled", Kernel::kTiled}, std::pair{"flash", Kernel::kAuto}}) {
-    const bool first = kernel == Kernel::kTiled;
-    PromptRow row{p.name(), variant};
-    cuda::GqaArgs a = shape;
-    a.prompt_kernel = kernel;
-    Status planned = cuda::plan_gqa(a);
-    if (planned.is_ok() && !first && a.prompt_dims == 0) planned = OG_ERROR("the flash prompt kernel was not planned");
-    Result<cuda::DeviceBuffer> workspace =
-        planned.is_ok() ? cuda::DeviceBuffer::allocate(std::max<size_t>(a.workspace_bytes, 16)) : Result<cuda::DeviceBuffer>(planned);
-    Result<double> ms = 0.0;
-    if (!workspace.is_ok()) {
-      ms = workspace.status();
-    } else {
-      a.query = query.data(), a.new_k = new_k.data(), a.new_v = new_v.data();
-      a.past_k = a.present_k = cache_k.data();
-      a.past_v = a.present_v = cache_v.data();
-      a.shared_kv = true;
-      a.seqlens_k = static_cast<const int32_t*>(seqlens.data());
-      a.cos_cache = cos.data(), a.sin_cache = sin.data();
-      a.out = first ? reference.data() : y.data();
-      a.workspace = workspace->data();
-      ms = replay_ms(stream, [&] { return cuda::launch_gqa(a, stream); });
-    }
-    if (ms.is_ok()) {
-      row.us = *ms * 1e3;
-      row.tflops = prompt_flops(a, p) / (row.us * 1e-6) / 1e12;
-      if (!first) row.difference = relative_difference(y, reference, outputs, stream);
-    } else {
-      row.error = ms.status().message();
-      std::fprintf(stderr, "cuda_bench: %s %s: %s\n", row.name.c_str(), variant, row.error.c_str());
-    }
-    rows.push_back(row);
-  }
-  BENCH_CHECK(check(cudaStreamSynchronize(stream), "cudaStreamSynchronize"));
-}
-
-// One line per prompt case: the tiled and the flash kernel side by side (rows come in pairs).
-void print_prompts(const std::vector<PromptRow>& rows) {
-  if (rows.empty()) return;
-  std::printf("\n| GQA prompt (append + attention) | tiled us | tiled TFLOP/s | flash us | flash TFLOP/s | flash "
-              "speed-up | flash vs tiled |\n|---|---|---|---|---|---|---|\n");
-  for (size_t i = 0; i + 1 < rows.size(); i += 2) {
-    const PromptRow &tiled = rows[i], &flash = rows[i + 1];
-    std::printf("| %s | %.1f | %.1f | %.1f | %.1f | %.2fx | %.3g |\n", tiled.name.c_str(), tiled.us, tiled.tflops, flash.us,
-                flash.tflops, tiled.us / flash.us, flash.difference);
-  }
-}
-
 double fraction_of_copy(const Row& r, double copy_bw) { return r.weight_bytes / (r.us * 1e-6) / copy_bw; }
 
 bool same_case(const Row& a, const Row& b) {
@@ -766,7 +548,7 @@ void print_int4_gemm(const std::vector<Row>& rows, double copy_bw) {
   }
 }
 
-void write_json(const std::vector<Row>& rows, const std::vector<PromptRow>& prompts, const cuda::DeviceInfo& device,
+void write_json(const std::vector<Row>& rows, const std::vector<AttentionRow>& prompts, const cuda::DeviceInfo& device,
                 double copy_bw, std::ofstream& json) {
   json << "{\n  \"device\": \"" << device.to_string() << "\",\n  \"copy_bandwidth_gbs\": " << copy_bw / 1e9
        << ",\n  \"activations\": \"f16\",\n  \"results\": [\n";
@@ -782,11 +564,11 @@ void write_json(const std::vector<Row>& rows, const std::vector<PromptRow>& prom
          << ", \"difference\": " << json_number(r.difference) << ", \"error\": \"" << r.error << "\"}"
          << (i + 1 < rows.size() ? ",\n" : "\n");
   }
-  json << "  ],\n  \"gqa_prompts\": [\n";
+  json << "  ],\n  \"attention\": [\n";
   for (size_t i = 0; i < prompts.size(); ++i) {
-    const PromptRow& r = prompts[i];
+    const AttentionRow& r = prompts[i];
     json << "    {\"case\": \"" << r.name << "\", \"variant\": \"" << r.variant << "\", \"us\": " << json_number(r.us)
-         << ", \"tflops\": " << json_number(r.tflops) << ", \"difference\": " << json_number(r.difference)
+         << ", \"tflops\": " << json_number(r.tflops) << ", \"kv_gbs\": " << json_number(r.gbs) << ", \"difference\": " << json_number(r.difference)
          << ", \"error\": \"" << r.error << "\"}" << (i + 1 < prompts.size() ? ",\n" : "\n");
   }
   json << "  ]\n}\n";
@@ -832,10 +614,8 @@ int run(int argc, char** argv) {
       if (selected("gemv8", s)) bench_shape(s, device.l2_bytes, stream, rng, rows);
     }
   }
-  std::vector<PromptRow> prompts;
-  for (const PromptCase prompt : {PromptCase{512, 0}, PromptCase{1024, 0}, PromptCase{512, 512}}) {
-    if (prompt.name().find(only) != std::string::npos) bench_prompt(prompt, stream, rng, prompts);
-  }
+  std::vector<AttentionRow> prompts;
+  bench_attention(only, stream, rng, prompts);
   cudaStreamDestroy(stream);
 
   std::printf("device: %s\ncopy bandwidth (read + write): %.0f GB/s\n\n", device.to_string().c_str(), copy_bw / 1e9);
@@ -845,12 +625,12 @@ int run(int argc, char** argv) {
   if (!rows.empty()) print_summary(rows, copy_bw);
   print_many_rows(rows, copy_bw);
   print_int4_gemm(rows, copy_bw);
-  print_prompts(prompts);
+  print_attention(prompts);
   // Every variant computes what the reference kernel does: f32 accumulation in another order (the
   // flash kernel also rounds probabilities to f16 for its P.V product).
   double worst = 0;
   for (const Row& r : rows) worst = std::isnan(r.difference) ? worst : std::max(worst, r.difference);
-  for (const PromptRow& r : prompts) worst = std::isnan(r.difference) ? worst : std::max(worst, r.difference);
+  for (const AttentionRow& r : prompts) worst = std::isnan(r.difference) ? worst : std::max(worst, r.difference);
   std::printf("\noutputs against the reference kernel's: worst max|y - ref| / max|ref| = %.3g%s\n", worst,
               worst > 1e-2 ? "  <-- MISMATCH" : "");
   std::ofstream json(json_path);

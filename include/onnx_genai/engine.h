@@ -89,6 +89,8 @@ struct EngineStats {
   int64_t preemptions = 0;
   int64_t drafted_tokens = 0, accepted_tokens = 0;  // speculative decoding, all requests
   int64_t forced_drafted_tokens = 0, forced_accepted_tokens = 0;  // of those, fast-forward's
+  // Sampled (not greedy) tokens drawn on the device: their logits never left it.
+  int64_t device_sampled_tokens = 0;
   int64_t prefix_queries = 0, prefix_hits = 0, prefix_evictions = 0;  // in blocks
   int64_t kv_blocks = 0, kv_blocks_used = 0, block_size = 0;
   // Positions of the requests' blocks that hold no token yet (the tails of their last blocks):

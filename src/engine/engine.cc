@@ -14,6 +14,7 @@
 #include "engine/request.h"
 #include "engine/scheduler.h"
 #include "genai/constraint_processor.h"
+#include "genai/device_sampling.h"
 #include "genai/generator.h"
 #include "genai/greedy_output.h"
 #include "genai/model_parts.h"
@@ -21,6 +22,7 @@
 
 namespace onnx_genai::genai {
 
+using engine::DeviceDraw;
 using engine::KvBlockPool;
 using engine::PagedRunner;
 using engine::Request;
@@ -64,7 +66,8 @@ struct Engine::Impl {
   std::unique_ptr<PagedRunner> runner;
   std::map<uint64_t, std::unique_ptr<Request>> requests;  // admitted to the step loop
   std::vector<std::vector<float>> logits;                 // per sampling run of the step
-  std::vector<int32_t> argmax_tokens;                     // or its device argmax
+  std::vector<int32_t> device_tokens;                     // or its token picked on the device
+  std::vector<DeviceDraw> draws;                          // how the device picks them
   EngineStats stats;
 
   // Filled by other threads, drained by step().
@@ -77,6 +80,7 @@ struct Engine::Impl {
   Result<std::unique_ptr<Request>> make_request(std::vector<int32_t> prompt, const RequestParams& params) const;
   void drain_inbox(std::vector<RequestOutput>& outputs);
   Status step_paged(std::vector<RequestOutput>& outputs);
+  bool plan_device_draws(std::span<const ScheduledRun> runs);
   Status draft_for_running();
   Status keep_verified(Request& r, std::span<const std::vector<float>> logits, std::span<const int32_t> argmax);
   int64_t tokens_left(const Request& r) const;
@@ -191,6 +195,7 @@ Result<std::unique_ptr<Request>> Engine::Impl::make_request(std::vector<int32_t>
   OG_ASSIGN_OR_RETURN(std::shared_ptr<CompiledConstraint> constraint, compile_constraint(*parts, params.constraint));
   if (constraint) add_constraint_processor(constraint, chain);
   r->plain_argmax = takes_plain_argmax(params.sampling, chain);
+  r->device_sampling = takes_device_sampling(params.sampling, chain);
   OG_ASSIGN_OR_RETURN(Sampler sampler, Sampler::create(params.sampling, static_cast<int32_t>(vocab), std::move(chain)));
   r->sampler.emplace(std::move(sampler));
   if (parts->tokenizer) r->text.emplace(*parts->tokenizer, r->params.stop_strings, params.skip_special_tokens);
@@ -350,15 +355,39 @@ Status Engine::Impl::keep_verified(Request& r, std::span<const std::vector<float
   return Status::ok();
 }
 
+// Whether every sampling position of the step can take its token on the device (the argmax, or a
+// draw of a request whose chain SampleTokens computes exactly, without a draft to verify); if so
+// fills `draws`, each draw taking its request's next uniform as its Sampler would.
+bool Engine::Impl::plan_device_draws(std::span<const ScheduledRun> runs) {
+  bool sampled = false;
+  for (const ScheduledRun& run : runs) {
+    if (!run.samples()) continue;
+    const auto& r = static_cast<const Request&>(*run.request);
+    if (r.plain_argmax) continue;
+    if (!r.device_sampling || run.sampled_rows() != 1) return false;
+    sampled = true;
+  }
+  if (!(sampled ? runner->device_draws() : runner->device_argmax())) return false;
+  draws.clear();
+  for (const ScheduledRun& run : runs) {
+    auto& r = static_cast<Request&>(*run.request);
+    for (int64_t k = 0; k < run.sampled_rows(); ++k) {
+      draws.push_back(r.plain_argmax ? DeviceDraw{}
+                                     : DeviceDraw{device_sampling_params(r.params.sampling), r.sampler->next_uniform()});
+      stats.device_sampled_tokens += r.plain_argmax ? 0 : 1;
+    }
+  }
+  return true;
+}
+
 Status Engine::Impl::step_paged(std::vector<RequestOutput>& outputs) {
   OG_RETURN_IF_ERROR(draft_for_running());
   const std::vector<ScheduledRun> runs = scheduler->schedule();
   if (runs.empty()) return Status::ok();
-  bool argmax = true;
-  for (const ScheduledRun& run : runs) argmax = argmax && (!run.samples() || static_cast<Request&>(*run.request).plain_argmax);
+  const bool on_device = plan_device_draws(runs);
   const Clock::time_point start = Clock::now();
   for (const ScheduledRun& run : runs) note_scheduled(static_cast<Request&>(*run.request), start);
-  OG_ASSIGN_OR_RETURN(const bool took_tokens, runner->run(runs, argmax, logits, argmax_tokens));
+  OG_ASSIGN_OR_RETURN(const bool took_tokens, runner->run(runs, on_device ? &draws : nullptr, logits, device_tokens));
   stats.model_seconds += seconds_since(start);
   scheduler->complete(runs);
   const Clock::time_point sampling = Clock::now();
@@ -371,7 +400,7 @@ Status Engine::Impl::step_paged(std::vector<RequestOutput>& outputs) {
     if (r.draft > 0) {
       const auto rows = static_cast<size_t>(run.sampled_rows());
       OG_RETURN_IF_ERROR(keep_verified(r, took_tokens ? std::span<const std::vector<float>>() : std::span(logits).subspan(row, rows),
-                                       took_tokens ? std::span<const int32_t>(argmax_tokens).subspan(row, rows)
+                                       took_tokens ? std::span<const int32_t>(device_tokens).subspan(row, rows)
                                                    : std::span<const int32_t>())
                              .with_context("request " + std::to_string(r.id)));
       row += rows;
@@ -381,7 +410,7 @@ Status Engine::Impl::step_paged(std::vector<RequestOutput>& outputs) {
     }
     SampledToken sampled;
     if (took_tokens) {
-      sampled.token = argmax_tokens[row++];
+      sampled.token = device_tokens[row++];
     } else {
       OG_ASSIGN_OR_RETURN(sampled, r.sampler->sample(logits[row++], r.history()));
     }

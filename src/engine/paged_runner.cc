@@ -44,8 +44,7 @@ Result<std::unique_ptr<PagedRunner>> PagedRunner::create(const genai::ModelParts
   const genai::DecoderIo& io = model.io;
   for (size_t i = 0; i < io.roles.size(); ++i) {
     const InputRole role = io.roles[i];
-    if (role == InputRole::kAttentionMask || role == InputRole::kUseCacheBranch || role == InputRole::kPastKv ||
-        role == InputRole::kSamplingParams || role == InputRole::kSamplingUniforms) {
+    if (role == InputRole::kAttentionMask || role == InputRole::kUseCacheBranch || role == InputRole::kPastKv) {
       return OG_ERROR("the paged decoder still reads '", model.session->inputs()[i].name,
                       "', which packed rows cannot feed");
     }
@@ -123,18 +122,46 @@ Status PagedRunner::fill_inputs(std::span<const ScheduledRun> runs, int64_t toke
       }
       case InputRole::kPagedCache:
         break;  // bound once, at creation
+      case InputRole::kSamplingParams:
+      case InputRole::kSamplingUniforms:
+        break;  // fill_draws
       case InputRole::kAttentionMask:
       case InputRole::kUseCacheBranch:
       case InputRole::kPastKv:
-      case InputRole::kSamplingParams:
-      case InputRole::kSamplingUniforms:
         return OG_ERROR("internal error: the paged decoder reads an input packed rows cannot feed");
     }
   }
   return Status::ok();
 }
 
-// With argmax on a device session the logits are given on the device, where run_into writes them;
+Status PagedRunner::fill_draws(int64_t rows, std::span<const int64_t> rows_at, const std::vector<DeviceDraw>* draws,
+                               std::vector<Tensor>& inputs) {
+  const genai::DecoderIo& io = model_.io;
+  const DeviceDraw none;
+  for (size_t i = 0; i < io.roles.size(); ++i) {
+    Tensor& t = inputs[i];
+    if (io.roles[i] == InputRole::kSamplingParams) {
+      OG_RETURN_IF_ERROR(genai::reuse_tensor(t, DType::kF32, Shape{rows, kSampleParamCount}));
+      for (int64_t r = 0; r < rows; ++r) std::copy(none.params.begin(), none.params.end(), t.data<float>() + r * kSampleParamCount);
+      for (size_t k = 0; draws != nullptr && k < rows_at.size(); ++k) {
+        std::copy((*draws)[k].params.begin(), (*draws)[k].params.end(), t.data<float>() + rows_at[k] * kSampleParamCount);
+      }
+    } else if (io.roles[i] == InputRole::kSamplingUniforms) {
+      OG_RETURN_IF_ERROR(genai::reuse_tensor(t, DType::kF64, Shape{rows}));
+      std::fill_n(t.data<double>(), rows, genai::kNoDraw);
+      for (size_t k = 0; draws != nullptr && k < rows_at.size(); ++k) t.data<double>()[rows_at[k]] = (*draws)[k].uniform;
+    }
+  }
+  return Status::ok();
+}
+
+bool PagedRunner::device_argmax() const {
+  return model_.io.greedy_tokens_output.has_value() && model_.session->device().type != DeviceType::kCpu;
+}
+
+bool PagedRunner::device_draws() const { return device_argmax() && model_.io.sampled_tokens_output.has_value(); }
+
+// With tokens taken on the device the logits are given there, where run_into writes them;
 // otherwise run_into puts them on the host.
 Status PagedRunner::bind_logits(BucketIo& io, int64_t rows, bool on_device) {
   const genai::DecoderIo& d = model_.io;
@@ -149,8 +176,8 @@ Status PagedRunner::bind_logits(BucketIo& io, int64_t rows, bool on_device) {
   return Status::ok();
 }
 
-Result<bool> PagedRunner::run(std::span<const ScheduledRun> runs, bool argmax, std::vector<std::vector<float>>& logits,
-                              std::vector<int32_t>& tokens) {
+Result<bool> PagedRunner::run(std::span<const ScheduledRun> runs, const std::vector<DeviceDraw>* draws,
+                              std::vector<std::vector<float>>& logits, std::vector<int32_t>& tokens) {
   if (static_cast<int64_t>(runs.size()) > limits_.max_num_seqs) {
     return OG_ERROR("internal error: ", runs.size(), " sequences scheduled, more than max_num_seqs ", limits_.max_num_seqs);
   }
@@ -162,11 +189,28 @@ Result<bool> PagedRunner::run(std::span<const ScheduledRun> runs, bool argmax, s
   const int64_t padded = bucket(fed, limits_.max_num_batched_tokens);
   // Speculative drafts may ask for more rows than there are sequences.
   const int64_t logit_rows = std::min(padded, samples > limits_.max_num_seqs ? bucket(samples, padded) : limits_.max_num_seqs);
+  const genai::DecoderIo& d = model_.io;
+  // Row r of the logits is the r-th sampling position (logit rows), else the position itself.
+  const bool rows_selected = d.has(InputRole::kLogitRows);
+  std::vector<int64_t> rows_at;
+  int64_t end = 0;
+  for (const ScheduledRun& run : runs) {
+    end += run.count;
+    for (int64_t p = end - run.sampled_rows(); p < end; ++p) rows_at.push_back(rows_selected ? static_cast<int64_t>(rows_at.size()) : p);
+  }
+  const bool device_tokens = draws != nullptr;
+  if (device_tokens) {
+    const bool sampled = std::any_of(draws->begin(), draws->end(), [](const DeviceDraw& w) { return w.uniform != genai::kNoDraw; });
+    if (draws->size() != rows_at.size() || !(sampled ? device_draws() : device_argmax())) {
+      return OG_ERROR("internal error: ", draws->size(), " device draws for ", rows_at.size(),
+                      " sampling positions, or a decoder without the outputs to take them");
+    }
+  }
   BucketIo& io = bucket_io(padded);
   OG_RETURN_IF_ERROR(fill_inputs(runs, padded, logit_rows, io.inputs));
-  const genai::DecoderIo& d = model_.io;
-  const bool device_argmax = argmax && d.greedy_tokens_output && model_.session->device().type != DeviceType::kCpu;
-  OG_RETURN_IF_ERROR(bind_logits(io, d.has(InputRole::kLogitRows) ? logit_rows : padded, device_argmax));
+  const int64_t rows = rows_selected ? logit_rows : padded;
+  OG_RETURN_IF_ERROR(fill_draws(rows, rows_at, draws, io.inputs));
+  OG_RETURN_IF_ERROR(bind_logits(io, rows, device_tokens));
   OG_RETURN_IF_ERROR(model_.session->run_into(io.inputs, io.outputs).with_context("running the paged decoder"));
   for (size_t k = 0; k < d.kv.size(); ++k) {
     if (io.outputs[d.kv[k].present_output].raw() != pools_[k].raw()) {
@@ -174,28 +218,21 @@ Result<bool> PagedRunner::run(std::span<const ScheduledRun> runs, bool argmax, s
                       model_.session->outputs()[d.kv[k].present_output].name, "' did not land in its block pool");
     }
   }
-  // Row r of the logits is the r-th sampling run's (logit rows), else position = its last token.
-  const bool rows_selected = d.has(InputRole::kLogitRows);
-  const Tensor& out = io.outputs[d.logits_output];
-  if (device_argmax) {
-    tokens.resize(static_cast<size_t>(samples));
-  } else {
-    logits.resize(static_cast<size_t>(samples));
+  if (!device_tokens) {
+    logits.resize(rows_at.size());
+    const Tensor& out = io.outputs[d.logits_output];
+    for (size_t k = 0; k < rows_at.size(); ++k) genai::read_logit_row(out, rows_at[k] * d.vocab_size, d.vocab_size, logits[k]);
+    return false;
   }
-  int64_t row = 0, end = 0;
-  for (const ScheduledRun& run : runs) {
-    end += run.count;
-    for (int64_t p = end - run.sampled_rows(); p < end; ++p, ++row) {
-      const int64_t position = rows_selected ? row : p;
-      if (device_argmax) {
-        OG_ASSIGN_OR_RETURN(tokens[static_cast<size_t>(row)],
-                            genai::greedy_token(io.outputs[*d.greedy_tokens_output], 0, position, d.vocab_size));
-      } else {
-        genai::read_logit_row(out, position * d.vocab_size, d.vocab_size, logits[static_cast<size_t>(row)]);
-      }
+  tokens.resize(rows_at.size());
+  for (size_t k = 0; k < rows_at.size(); ++k) {
+    if ((*draws)[k].uniform == genai::kNoDraw) {
+      OG_ASSIGN_OR_RETURN(tokens[k], genai::greedy_token(io.outputs[*d.greedy_tokens_output], 0, rows_at[k], d.vocab_size));
+    } else {
+      OG_ASSIGN_OR_RETURN(tokens[k], genai::sampled_token(io.outputs[*d.sampled_tokens_output], rows_at[k], d.vocab_size));
     }
   }
-  return device_argmax;
+  return true;
 }
 
 }  // namespace onnx_genai::engine

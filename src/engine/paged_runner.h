@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "engine/scheduler.h"
+#include "genai/device_sampling.h"
 #include "genai/model_parts.h"
 
 namespace onnx_genai::engine {
@@ -27,17 +28,27 @@ struct PagedRunnerLimits {
   int64_t max_num_seqs = 64, max_num_batched_tokens = 256, max_blocks_per_seq = 0;
 };
 
+// How the device picks a sampling row's token: its SampleTokens params and uniform (what the
+// request's Sampler would draw next), or with a uniform of genai::kNoDraw the plain argmax.
+struct DeviceDraw {
+  genai::DeviceSamplingParams params = genai::device_sampling_params(SamplingParams{});
+  double uniform = genai::kNoDraw;
+};
+
 class PagedRunner {
  public:
   static Result<std::unique_ptr<PagedRunner>> create(const genai::ModelParts& model, const PagedRunnerLimits& limits);
 
+  // Whether run() can take sampling rows' tokens on the device: argmaxes (greedy_output.h), and
+  // draws too (device_sampling.h). Only a device session's decoder has the outputs.
+  bool device_argmax() const;
+  bool device_draws() const;
   // Feeds `runs`; for the i-th position a run samples at (in order: each sampling run's last
   // position, after its drafted ones with a speculative draft), logits[i] receives its vocab
-  // floats, or, with `argmax` (every such run takes the plain argmax) on a device session,
-  // tokens[i] its argmax computed there: the logits stay on the device and only the ids cross
-  // (greedy_output.h). Returns whether it gave tokens.
-  Result<bool> run(std::span<const ScheduledRun> runs, bool argmax, std::vector<std::vector<float>>& logits,
-             std::vector<int32_t>& tokens);
+  // floats, or, given `draws` (one per such position), tokens[i] the token picked on the device:
+  // the logits stay there and only the ids cross. Returns whether it gave tokens.
+  Result<bool> run(std::span<const ScheduledRun> runs, const std::vector<DeviceDraw>* draws,
+                   std::vector<std::vector<float>>& logits, std::vector<int32_t>& tokens);
   // Bytes one block takes over all layers, keys and values.
   static int64_t block_bytes(const genai::DecoderIo& io, int64_t block_size);
 
@@ -50,6 +61,10 @@ class PagedRunner {
   };
   BucketIo& bucket_io(int64_t tokens);
   Status fill_inputs(std::span<const ScheduledRun> runs, int64_t tokens, int64_t logit_rows, std::vector<Tensor>& inputs);
+  // SampleTokens' params and uniforms for `rows` logit rows: draws[k] at row rows_at[k], the
+  // others (and all without draws) asking for no token.
+  Status fill_draws(int64_t rows, std::span<const int64_t> rows_at, const std::vector<DeviceDraw>* draws,
+                    std::vector<Tensor>& inputs);
   Status bind_logits(BucketIo& io, int64_t rows, bool on_device);
 
   const genai::ModelParts& model_;

@@ -19,7 +19,8 @@ struct Request : ScheduledState {
   genai::RequestParams params;
   int64_t prompt_length = 0;
   std::optional<Sampler> sampler;
-  bool plain_argmax = false;  // its token is the raw logits' argmax (the device may pick it)
+  bool plain_argmax = false;     // its token is the raw logits' argmax (the device may pick it)
+  bool device_sampling = false;  // SampleTokens draws its token exactly (genai/device_sampling.h)
   std::optional<genai::TextStream> text;  // reads params.stop_strings: the request stays put in memory
   // Speculative decoding and fast-forward (params.speculative): who drafts, and how many tokens.
   std::unique_ptr<genai::Drafter> drafter;

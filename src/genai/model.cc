@@ -72,7 +72,7 @@ namespace {
 Status prepare_graph(Graph& graph, ModelParts& parts, const ModelOptions& options, const Device& device) {
   const std::string file = parts.package.model_file.string();
   if (options.kv_block_size > 0) {
-    OG_ASSIGN_OR_RETURN(parts.paged, rewrite_to_paged_attention(graph, options.kv_block_size, device.type));
+    OG_ASSIGN_OR_RETURN(parts.paged, rewrite_to_paged_attention(graph, options.kv_block_size));
     parts.kv_block_size = options.kv_block_size;
   }
   const std::string logits_name = parts.package.names.logits.empty() ? "logits" : parts.package.names.logits;
@@ -80,14 +80,10 @@ Status prepare_graph(Graph& graph, ModelParts& parts, const ModelOptions& option
     OG_RETURN_IF_ERROR(select_logit_rows(graph, logits_name).status().with_context(file));
   }
   // Only a device session gets the greedy and sampled tokens outputs: a CPU session would compute
-  // them for nothing.
-  // The paged decoder (the serving engine) takes device argmaxes; its sampled rows still use the
-  // host Sampler.
+  // them for nothing. The paged decoder (the serving engine) samples each packed logit row.
   if (device.type != DeviceType::kCpu) {
     OG_RETURN_IF_ERROR(add_greedy_tokens_output(graph, logits_name).status().with_context(file));
-    if (!parts.paged.rewritten) {
-      OG_RETURN_IF_ERROR(add_sampled_tokens_output(graph, logits_name).status().with_context(file));
-    }
+    OG_RETURN_IF_ERROR(add_sampled_tokens_output(graph, logits_name, parts.paged.rewritten).status().with_context(file));
   }
   return Status::ok();
 }

@@ -197,13 +197,14 @@ Result<bool> add_greedy_tokens_output(Graph& graph, const std::string& logits_na
   return true;
 }
 
-Result<bool> add_sampled_tokens_output(Graph& graph, const std::string& logits_name) {
+Result<bool> add_sampled_tokens_output(Graph& graph, const std::string& logits_name, bool every_position) {
   Value* logits = graph.find_value(logits_name);
   if (logits == nullptr || !graph.is_output(logits) || (logits->dims && logits->dims->size() != 3)) return false;
   for (const char* name : {kSampledTokensOutput, kSamplingParamsInput, kSamplingUniformsInput}) {
     if (graph.find_value(name) != nullptr) return OG_ERROR("the decoder already has a value named '", name, "'");
   }
-  const Dim batch = logits->dims ? logits->dims->front() : Dim{-1, "batch_size"};
+  const Dim batch = !logits->dims ? Dim{-1, every_position ? "logit_rows" : "batch_size"}
+                    : every_position ? (*logits->dims)[1] : logits->dims->front();
   Value* params = graph.add_input(kSamplingParamsInput, DType::kF32, {batch, Dim{kSampleParamCount, ""}});
   Value* uniforms = graph.add_input(kSamplingUniformsInput, DType::kF64, {batch});
   Value* tokens = graph.add_value(kSampledTokensOutput);
@@ -218,6 +219,7 @@ Result<bool> add_sampled_tokens_output(Graph& graph, const std::string& logits_n
   sample->opset = 1;
   sample->inputs = {logits, params, uniforms};
   sample->outputs = {tokens};
+  if (every_position) sample->attrs.set("every_position", Attribute{.kind = Attribute::Kind::kInt, .i = 1});
   graph.add_node(std::move(sample));
   OG_RETURN_IF_ERROR(graph.finalize().with_context("adding the sampled tokens output"));
   return true;

@@ -64,8 +64,9 @@ Result<bool> select_logit_rows(Graph& graph, const std::string& logits_name);
 Result<bool> add_greedy_tokens_output(Graph& graph, const std::string& logits_name);
 
 // Adds onnx_genai.sampled_tokens and its two inputs when `logits_name` is a rank-3 graph output;
-// returns whether it did.
-Result<bool> add_sampled_tokens_output(Graph& graph, const std::string& logits_name);
+// returns whether it did. With `every_position` (the paged decoder's packed logits [1, R, V]) each
+// position is a row: params [R, 4], uniforms [R], tokens [R].
+Result<bool> add_sampled_tokens_output(Graph& graph, const std::string& logits_name, bool every_position = false);
 
 // The LM head (a MatMul or MatMulNBits) feeding `logits` through position-wise ops only, with the
 // values between them appended to `chain` (logits last); null when there is none.

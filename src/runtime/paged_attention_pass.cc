@@ -14,7 +14,7 @@ namespace {
 bool is_gqa(const Node& node) { return node.op_type == "GroupQueryAttention" && node.domain == "com.microsoft"; }
 
 // Why `node` cannot become a PagedAttention, or "" when it can.
-std::string unsupported(const Graph& graph, const Node& node, DeviceType device) {
+std::string unsupported(const Graph& graph, const Node& node) {
   using G = GqaParams;
   const Value* past_k = node.input(G::kPastKey);
   const Value* past_v = node.input(G::kPastValue);
@@ -34,9 +34,6 @@ std::string unsupported(const Graph& graph, const Node& node, DeviceType device)
   for (int i : {G::kPositionIds, G::kAttentionBias}) {
     if (node.input(static_cast<size_t>(i)) != nullptr) return "it takes position_ids or attention_bias";
   }
-  if (device != DeviceType::kCpu && node.input(G::kHeadSink) != nullptr) {
-    return "it takes head_sink, which the CUDA paged kernel does not";
-  }
   if (node.inputs.size() > G::kHeadSink + 1) return "it takes quantized-cache or QK-norm inputs";
   const Attributes& a = node.attrs;
   if (a.get_int("smooth_softmax", 0) != 0 || a.get_int("causal", 1) != 1) return "it is not plainly causal (smooth_softmax or causal=0)";
@@ -53,12 +50,12 @@ void copy_attribute(const Node& from, Node& to, const char* name) {
 
 }  // namespace
 
-Result<PagedRewrite> rewrite_to_paged_attention(Graph& graph, int64_t block_size, DeviceType device) {
+Result<PagedRewrite> rewrite_to_paged_attention(Graph& graph, int64_t block_size) {
   PagedRewrite result;
   std::vector<Node*> attention;
   for (const auto& node : graph.nodes()) {
     if (!is_gqa(*node)) continue;
-    std::string why = unsupported(graph, *node, device);
+    std::string why = unsupported(graph, *node);
     const Value* past = node->input(GqaParams::kPastKey);
     const int64_t kv_heads = node->attrs.get_int("kv_num_heads", 0);
     if (why.empty() && attention.empty()) {

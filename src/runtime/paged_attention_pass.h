@@ -24,7 +24,6 @@
 #include <vector>
 
 #include "graph/graph.h"
-#include "onnx_genai/device.h"
 #include "onnx_genai/status.h"
 
 namespace onnx_genai {
@@ -47,10 +46,8 @@ struct PagedRewrite {
   int64_t rotary_rows = 0;  // positions the rotary caches cover (0: no rotary); bounds the context
 };
 
-// Rewrites `graph` for KV blocks of `block_size` positions, to run on `device` (the CUDA kernel
-// takes no head_sink: such graphs stay unpaged there). Errors only for a graph that cannot be
+// Rewrites `graph` for KV blocks of `block_size` positions. Errors only for a graph that cannot be
 // finalized afterwards; an unsupported graph is reported in PagedRewrite::reason.
-Result<PagedRewrite> rewrite_to_paged_attention(Graph& graph, int64_t block_size,
-                                                DeviceType device = DeviceType::kCpu);
+Result<PagedRewrite> rewrite_to_paged_attention(Graph& graph, int64_t block_size);
 
 }  // namespace onnx_genai

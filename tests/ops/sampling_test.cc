@@ -114,6 +114,28 @@ TEST(SampleTokens, AStepByStepDrawFollowsTheSamplersGenerator) {
   }
 }
 
+// every_position = 1 (the serving engine's packed rows): logits [1, R, V] give R tokens, row r
+// drawn from position r with params and uniform r, as the same rows as a batch of R would.
+TEST(SampleTokens, EveryPositionSamplesEachPositionAsARow) {
+  std::mt19937 rng(11);
+  SampleTokensCase c = make_case("f32 every position", DType::kF32, 9, 1, 700, rng);
+  for (int64_t b = 0; b < 9; ++b) expected_token(c, b, 500 + static_cast<uint64_t>(b));  // the Samplers' uniforms
+  auto as_batch = sample_tokens({c.logits, c.params, c.uniforms});
+  ASSERT_TRUE(as_batch.is_ok()) << as_batch.status().message();
+  auto reshaped = c.logits.reshaped(Shape{1, 9, 700});
+  ASSERT_TRUE(reshaped.is_ok()) << reshaped.status().message();
+  const Tensor packed = *reshaped;
+  auto as_positions = OpCall("SampleTokens", 1, "onnx_genai").attr_int("every_position", 1).run({packed, c.params, c.uniforms});
+  ASSERT_TRUE(as_positions.is_ok()) << as_positions.status().message();
+  EXPECT_EQ((*as_positions)[0].shape(), Shape{9});
+  EXPECT_EQ(values_of<int64_t>((*as_positions)[0]), values_of<int64_t>((*as_batch)[0]));
+  auto short_params = OpCall("SampleTokens", 1, "onnx_genai")
+                          .attr_int("every_position", 1)
+                          .run({packed, Tensor::allocate(DType::kF32, Shape{1, kSampleParamCount}).value(), c.uniforms});
+  ASSERT_FALSE(short_params.is_ok());
+  EXPECT_NE(short_params.status().message().find("params must be [batch, 4]"), std::string::npos);
+}
+
 TEST(SampleTokens, BadShapesAndDtypesAreErrors) {
   const auto logits = [](DType dtype, Shape shape) { return Tensor::allocate(dtype, std::move(shape)).value(); };
   const Tensor params = logits(DType::kF32, Shape{2, kSampleParamCount});

@@ -34,46 +34,19 @@
 #include <cstdint>
 
 #include "core/cuda/cuda_check.h"
-#include "ops/cuda/attention_device.cuh"
-#include "ops/cuda/tensor_core.cuh"
+#include "ops/cuda/flash_tile.cuh"
 
 namespace onnx_genai::cuda {
 
 namespace {
 
-constexpr int kPromptWarps = 4;
-constexpr int kPromptThreads = 32 * kPromptWarps;
-constexpr int kWarpRows = 16;  // query rows per warp: the M extent of mma.m16n8k16
-constexpr int kBlockRows = kPromptWarps * kWarpRows;
-constexpr int kKeyTile = 64;   // keys per shared-memory tile
-constexpr int kKeyStages = 2;  // tiles in shared memory: one computed on, one loading
 // Two blocks an SM (8 warps) is what 2 x 87 KB of shared memory at D = 128 allows; the register
 // budget this leaves (255 a thread) holds the Q fragments, S and O without spilling.
 constexpr int kMinBlocksPerSm = 2;
 constexpr int64_t kMaxRowTiles = 65535;  // the grid's y limit
-constexpr int64_t kMaxFlashDims = 128;   // 256 dims of Q fragments and O accumulators would spill
 
-static_assert(kKeyTile % 16 == 0, "whole mma K steps of keys");
-
-// Shared memory, in elements of T: the block's query tile (kBlockRows rows), then per stage a K
-// tile and a V tile (kKeyTile rows each). A row holds head_size rounded up to 16 (the mma K
-// extent; the pad is zero) plus 8: an odd number of 16-byte units.
-struct PromptSmem {
-  int dims, row;
-  __host__ __device__ explicit PromptSmem(int64_t head_size)
-      : dims(static_cast<int>((head_size + 15) / 16 * 16)), row(dims + 8) {}
-  __host__ __device__ int query() const { return 0; }
-  __host__ __device__ int keys(int stage) const { return (kBlockRows + stage * 2 * kKeyTile) * row; }
-  __host__ __device__ int values(int stage) const { return keys(stage) + kKeyTile * row; }
-  __host__ __device__ size_t bytes(size_t elem) const { return static_cast<size_t>(keys(kKeyStages)) * elem; }
-};
 
 // Keys [lo, hi) query row s sees (none past the step's rows or for an entry seqlens_k rejects).
-// Keys fit in int (seqlens_k is int32): fewer registers in the loop.
-struct KeySpan {
-  int lo = 0, hi = 0;
-};
-
 __device__ inline KeySpan row_span(const GqaArgs& a, const RowKeys& r, int64_t s) {
   if (!r.valid || s >= a.q_len) return {};
   int64_t lo = 0, hi = 0;
@@ -81,18 +54,18 @@ __device__ inline KeySpan row_span(const GqaArgs& a, const RowKeys& r, int64_t s
   return {static_cast<int>(lo), static_cast<int>(hi)};
 }
 
-// cp.async of the block's query rows [s0, s0 + kBlockRows) of head h; rows past the step and the
+// cp.async of the block's query rows [s0, s0 + kFlashBlockRows) of head h; rows past the step and the
 // columns past head_size zero-filled.
 template <typename T, int kMaxDims>
-__device__ void load_query_tile(const GqaArgs& a, const PromptSmem& lay, T* smem, int64_t b, int64_t h, int64_t s0) {
+__device__ void load_query_tile(const GqaArgs& a, const FlashSmem& lay, T* smem, int64_t b, int64_t h, int64_t s0) {
   constexpr int kUnits = kMaxDims / 8;  // 16-byte units of the widest row
-  static_assert(kBlockRows * kUnits % kPromptThreads == 0, "whole block iterations");
+  static_assert(kFlashBlockRows * kUnits % kFlashThreads == 0, "whole block iterations");
   const T* query = a.do_rotary ? reinterpret_cast<const T*>(static_cast<const char*>(a.workspace) + a.rotated_q_offset)
                                : static_cast<const T*>(a.query);
   const int64_t q_row = a.do_rotary ? a.num_heads * a.head_size : a.query_row;
 #pragma unroll
-  for (int it = 0; it < kBlockRows * kUnits / kPromptThreads; ++it) {
-    const int idx = it * kPromptThreads + static_cast<int>(threadIdx.x), j = idx / kUnits, c = idx % kUnits;
+  for (int it = 0; it < kFlashBlockRows * kUnits / kFlashThreads; ++it) {
+    const int idx = it * kFlashThreads + static_cast<int>(threadIdx.x), j = idx / kUnits, c = idx % kUnits;
     if (c * 8 >= lay.dims) continue;
     const int64_t s = s0 + j;
     const bool in = s < a.q_len && c * 8 < a.head_size;
@@ -101,144 +74,10 @@ __device__ void load_query_tile(const GqaArgs& a, const PromptSmem& lay, T* smem
   }
 }
 
-// cp.async of the K and V rows of keys [k0, k0 + kKeyTile) into a stage; keys outside the
-// block's [lo, hi) and the columns past head_size zero-filled. Consecutive threads copy
-// consecutive 16 bytes of a row.
-template <typename T, int kMaxDims>
-__device__ void load_key_tile(const PromptSmem& lay, T* k_dst, T* v_dst, const T* k_rows, const T* v_rows, int64_t d,
-                              int k0, int lo, int hi) {
-  constexpr int kUnits = kMaxDims / 8;
-  static_assert(kKeyTile * kUnits % kPromptThreads == 0, "whole block iterations");
-#pragma unroll
-  for (int it = 0; it < kKeyTile * kUnits / kPromptThreads; ++it) {
-    const int idx = it * kPromptThreads + static_cast<int>(threadIdx.x), j = idx / kUnits, c = idx % kUnits;
-    if (c * 8 >= lay.dims) continue;
-    const int key = k0 + j;
-    const bool in = key >= lo && key < hi && c * 8 < d;
-    const int64_t src = in ? key * d + c * 8 : 0;
-    cp_async16(k_dst + j * lay.row + c * 8, k_rows + src, in ? 16 : 0);
-    cp_async16(v_dst + j * lay.row + c * 8, v_rows + src, in ? 16 : 0);
-  }
-}
-
-// What one warp's tile step needs besides the tiles: its lanes' ldmatrix row offsets into a K / V
-// tile (k_lane, v_lane), the smem row length, the Q fragments and the score scale.
-template <int kMaxDims>
-struct WarpOperands {
-  int k_lane, v_lane, row, dims;
-  float scale_log2;                  // scale * log2(e): scores straight to log2 units
-  uint32_t q[kMaxDims / 16][4];      // {rows 0-7, dims +0}, {rows 8-15, +0}, {rows 0-7, +8}, {rows 8-15, +8}
-};
-
-// S = Q K^T for one tile: s[j][e] is (row lane/4 + 8(e/2), key 8j + 2(lane%4) + e%2 of the tile).
-template <typename T, int kMaxDims>
-__device__ __forceinline__ void tile_scores(const WarpOperands<kMaxDims>& w, const T* k_tile, float (&s)[kKeyTile / 8][4]) {
-#pragma unroll
-  for (int ks = 0; ks < kMaxDims / 16; ++ks) {
-    if (ks * 16 >= w.dims) break;
-#pragma unroll
-    for (int kp = 0; kp < kKeyTile / 16; ++kp) {
-      uint32_t kf[4];  // {keys 0-7, dims +0}, {keys 0-7, +8}, {keys 8-15, +0}, {keys 8-15, +8}
-      ldmatrix_x4<false>(kf, k_tile + w.k_lane + kp * 16 * w.row + ks * 16);
-      mma_16816<T>(s[2 * kp], w.q[ks], kf[0], kf[1]);
-      mma_16816<T>(s[2 * kp + 1], w.q[ks], kf[2], kf[3]);
-    }
-  }
-}
-
-// Scores -> probabilities in place: scaled (and softcapped) like the CPU, in log2 units, masked to
-// each row's keys when kMasked; then the online-softmax update of the lane's two rows (their 4
-// lanes' max), the accumulators rescaled.
-template <bool kMasked, int kMaxDims>
-__device__ __forceinline__ void tile_softmax(const GqaArgs& a, const WarpOperands<kMaxDims>& w, int k0,
-                                             const KeySpan (&rows)[2], float (&s)[kKeyTile / 8][4],
-                                             WarpSoftmaxState<kMaxDims>& st, int lane) {
-  // Two loops, not a select per score: tanhf must not run where there is no softcap.
-  if (a.softcap > 0.0f) {
-#pragma unroll
-    for (int j = 0; j < kKeyTile / 8; ++j) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) s[j][e] = a.softcap * tanhf(s[j][e] * a.scale / a.softcap) * kLog2e;
-    }
-  } else {
-#pragma unroll
-    for (int j = 0; j < kKeyTile / 8; ++j) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) s[j][e] *= w.scale_log2;
-    }
-  }
-  if constexpr (kMasked) {
-#pragma unroll
-    for (int j = 0; j < kKeyTile / 8; ++j) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int key = k0 + 8 * j + 2 * (lane % 4) + e % 2;
-        const KeySpan& span = rows[e / 2];
-        if (key < span.lo || key >= span.hi) s[j][e] = kNegInf;
-      }
-    }
-  }
-#pragma unroll
-  for (int rr = 0; rr < 2; ++rr) {
-    float top = kNegInf;
-#pragma unroll
-    for (int j = 0; j < kKeyTile / 8; ++j) top = fmaxf(top, fmaxf(s[j][2 * rr], s[j][2 * rr + 1]));
-    top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, 1));  // the row's 4 lanes
-    top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, 2));
-    const float m = fmaxf(st.m[rr], top);
-    const float ref = m == kNegInf ? 0.0f : m;  // nothing seen yet: every probability is 0
-    const float corr = exp2f(st.m[rr] - ref);
-    st.m[rr] = m;
-    float sum = 0.0f;
-#pragma unroll
-    for (int j = 0; j < kKeyTile / 8; ++j) {
-      s[j][2 * rr] = exp2f(s[j][2 * rr] - ref);
-      s[j][2 * rr + 1] = exp2f(s[j][2 * rr + 1] - ref);
-      sum += s[j][2 * rr] + s[j][2 * rr + 1];
-    }
-    st.l[rr] = st.l[rr] * corr + sum;
-#pragma unroll
-    for (int nt = 0; nt < kMaxDims / 8; ++nt) {
-      st.acc[nt][2 * rr] *= corr;
-      st.acc[nt][2 * rr + 1] *= corr;
-    }
-  }
-}
-
-// O += P V for one tile, P (the probabilities, rounded to T) as the A operand 16 keys at a time.
-template <typename T, int kMaxDims>
-__device__ __forceinline__ void tile_accumulate(const WarpOperands<kMaxDims>& w, const T* v_tile,
-                                                const float (&s)[kKeyTile / 8][4], WarpSoftmaxState<kMaxDims>& st) {
-#pragma unroll
-  for (int kk = 0; kk < kKeyTile / 16; ++kk) {
-    const uint32_t p[4] = {pack_pair<T>(s[2 * kk][0], s[2 * kk][1]), pack_pair<T>(s[2 * kk][2], s[2 * kk][3]),
-                           pack_pair<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                           pack_pair<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
-#pragma unroll
-    for (int nt = 0; nt < kMaxDims / 8; nt += 2) {
-      if (nt * 8 >= w.dims) break;
-      uint32_t vf[4];  // transposed: {keys 0-7, dims 8nt}, {keys 8-15, 8nt}, {keys 0-7, 8nt+8}, {keys 8-15, 8nt+8}
-      ldmatrix_x4<true>(vf, v_tile + w.v_lane + kk * 16 * w.row + nt * 8);
-      mma_16816<T>(st.acc[nt], p, vf[0], vf[1]);
-      mma_16816<T>(st.acc[nt + 1], p, vf[2], vf[3]);
-    }
-  }
-}
-
-template <bool kMasked, typename T, int kMaxDims>
-__device__ __forceinline__ void attend_tile(const GqaArgs& a, const WarpOperands<kMaxDims>& w, const T* k_tile,
-                                            const T* v_tile, int k0, const KeySpan (&rows)[2], WarpSoftmaxState<kMaxDims>& st,
-                                            int lane) {
-  float s[kKeyTile / 8][4] = {};
-  tile_scores<T, kMaxDims>(w, k_tile, s);
-  tile_softmax<kMasked, kMaxDims>(a, w, k0, rows, s, st, lane);
-  tile_accumulate<T, kMaxDims>(w, v_tile, s, st);
-}
-
-// The warp's rows [w0, w0 + kWarpRows) of head h: O * finish_factor rounded to T into its own
+// The warp's rows [w0, w0 + kFlashWarpRows) of head h: O * finish_factor rounded to T into its own
 // rows of the query tile (no other warp reads them), then 16-byte stores to out.
 template <typename T, int kMaxDims>
-__device__ void store_rows(const GqaArgs& a, const PromptSmem& lay, T* rows_smem, WarpSoftmaxState<kMaxDims>& st, int64_t b,
+__device__ void store_rows(const GqaArgs& a, const FlashSmem& lay, T* rows_smem, WarpSoftmaxState<kMaxDims>& st, int64_t b,
                            int64_t h, int64_t w0, int lane) {
 #pragma unroll
   for (int rr = 0; rr < 2; ++rr) {
@@ -255,7 +94,7 @@ __device__ void store_rows(const GqaArgs& a, const PromptSmem& lay, T* rows_smem
   __syncwarp();
   using P = Pack<T, 8>;
   const int units = static_cast<int>(a.head_size / 8);
-  for (int u = lane; u < kWarpRows * units; u += 32) {
+  for (int u = lane; u < kFlashWarpRows * units; u += 32) {
     const int j = u / units, c = u % units;
     const int64_t s = w0 + j;
     if (s >= a.q_len) break;  // rows in order: the rest are past the step too
@@ -265,33 +104,39 @@ __device__ void store_rows(const GqaArgs& a, const PromptSmem& lay, T* rows_smem
 }
 
 template <typename T, int kMaxDims>
-__global__ void __launch_bounds__(kPromptThreads, kMinBlocksPerSm) gqa_flash_prompt_kernel(GqaArgs a) {
+__global__ void __launch_bounds__(kFlashThreads, kMinBlocksPerSm) gqa_flash_prompt_kernel(GqaArgs a) {
   extern __shared__ float4 prompt_smem[];
   T* smem = reinterpret_cast<T*>(prompt_smem);
-  const PromptSmem lay(a.head_size);
+  const FlashSmem lay(a.head_size);
   const int64_t h = blockIdx.x % a.num_heads, b = blockIdx.x / a.num_heads;
   const int64_t g = h / (a.num_heads / a.kv_heads);
-  const int64_t s0 = static_cast<int64_t>(gridDim.y - 1 - blockIdx.y) * kBlockRows;
+  const int64_t s0 = static_cast<int64_t>(gridDim.y - 1 - blockIdx.y) * kFlashBlockRows;
   const RowKeys r = row_keys(a, b);
   load_query_tile<T, kMaxDims>(a, lay, smem, b, h, s0);
   cp_async_commit();
 
   // The block's keys: its first row's lo to its last row's hi (both grow with the row).
-  const int lo = row_span(a, r, s0).lo, hi = row_span(a, r, imin(s0 + kBlockRows, a.q_len) - 1).hi;
-  const int first = lo & ~(kKeyTile - 1);
-  const int tiles = lo < hi ? (hi - first + kKeyTile - 1) / kKeyTile : 0;
+  const int lo = row_span(a, r, s0).lo, hi = row_span(a, r, imin(s0 + kFlashBlockRows, a.q_len) - 1).hi;
+  const int first = lo & ~(kFlashKeyTile - 1);
+  const int tiles = lo < hi ? (hi - first + kFlashKeyTile - 1) / kFlashKeyTile : 0;
   const int64_t kv_base = (b * a.kv_heads + g) * a.present_len * a.head_size;
   const T* k_rows = static_cast<const T*>(a.present_k) + kv_base;
   const T* v_rows = static_cast<const T*>(a.present_v) + kv_base;
-  if (tiles > 0) load_key_tile<T, kMaxDims>(lay, smem + lay.keys(0), smem + lay.values(0), k_rows, v_rows, a.head_size, first, lo, hi);
+  const auto contiguous = [d = a.head_size](int key) { return key * d; };
+  if (tiles > 0) {
+    load_key_tile<T, kMaxDims>(lay, smem + lay.keys(0), smem + lay.values(0), k_rows, v_rows, a.head_size, first, lo, hi,
+                               contiguous);
+  }
   cp_async_commit();
 
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
-  const int64_t w0 = s0 + warp * kWarpRows;
-  T* warp_rows = smem + lay.query() + warp * kWarpRows * lay.row;
-  WarpOperands<kMaxDims> w;
+  const int64_t w0 = s0 + warp * kFlashWarpRows;
+  T* warp_rows = smem + lay.query() + warp * kFlashWarpRows * lay.row;
+  FlashWarp<kMaxDims> w;
   w.row = lay.row;
   w.dims = lay.dims;
+  w.scale = a.scale;
+  w.softcap = a.softcap;
   w.scale_log2 = a.scale * kLog2e;
   w.k_lane = (lane % 8 + lane / 16 * 8) * lay.row + lane / 8 % 2 * 8;
   w.v_lane = (lane % 8 + lane / 8 % 2 * 8) * lay.row + lane / 16 * 8;
@@ -307,27 +152,27 @@ __global__ void __launch_bounds__(kPromptThreads, kMinBlocksPerSm) gqa_flash_pro
   KeySpan first_row, last_row;
   if (w0 < a.q_len) {
     first_row = row_span(a, r, w0);
-    last_row = row_span(a, r, imin(w0 + kWarpRows, a.q_len) - 1);
+    last_row = row_span(a, r, imin(w0 + kFlashWarpRows, a.q_len) - 1);
   }
   const int warp_lo = first_row.lo, warp_hi = last_row.hi, full_lo = last_row.lo, full_hi = first_row.hi;
   const KeySpan rows[2] = {row_span(a, r, w0 + lane / 4), row_span(a, r, w0 + lane / 4 + 8)};
 
   WarpSoftmaxState<kMaxDims> st;
   for (int i = 0; i < tiles; ++i) {
-    const int k0 = first + i * kKeyTile;
+    const int k0 = first + i * kFlashKeyTile;
     if (i + 1 < tiles) {
-      const int next = (i + 1) % kKeyStages;
+      const int next = (i + 1) % kFlashKeyStages;
       load_key_tile<T, kMaxDims>(lay, smem + lay.keys(next), smem + lay.values(next), k_rows, v_rows, a.head_size,
-                                 k0 + kKeyTile, lo, hi);
+                                 k0 + kFlashKeyTile, lo, hi, contiguous);
     }
     cp_async_commit();
     cp_async_wait<1>();  // tile i has landed (this thread's copies) ...
     __syncthreads();     // ... and every thread's
-    const T* k_tile = smem + lay.keys(i % kKeyStages);
-    const T* v_tile = smem + lay.values(i % kKeyStages);
-    if (k0 < warp_hi && k0 + kKeyTile > warp_lo) {
-      if (k0 >= full_lo && k0 + kKeyTile <= full_hi) attend_tile<false>(a, w, k_tile, v_tile, k0, rows, st, lane);
-      else attend_tile<true>(a, w, k_tile, v_tile, k0, rows, st, lane);
+    const T* k_tile = smem + lay.keys(i % kFlashKeyStages);
+    const T* v_tile = smem + lay.values(i % kFlashKeyStages);
+    if (k0 < warp_hi && k0 + kFlashKeyTile > warp_lo) {
+      if (k0 >= full_lo && k0 + kFlashKeyTile <= full_hi) attend_tile<false>(w, k_tile, v_tile, k0, rows, st, lane);
+      else attend_tile<true>(w, k_tile, v_tile, k0, rows, st, lane);
     }
     __syncthreads();  // the stage is consumed before the next iteration refills it
   }
@@ -339,21 +184,9 @@ __global__ void __launch_bounds__(kPromptThreads, kMinBlocksPerSm) gqa_flash_pro
 
 template <typename T, int kMaxDims>
 Status plan_flash_for(GqaArgs& a) {
-  const auto kernel = gqa_flash_prompt_kernel<T, kMaxDims>;
-  int device = 0, opt_in = 0;
-  OG_RETURN_IF_ERROR(cuda_status(cudaGetDevice(&device), "cudaGetDevice"));
-  OG_RETURN_IF_ERROR(cuda_status(cudaDeviceGetAttribute(&opt_in, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
-                                 "shared memory per block"));
-  const size_t bytes = PromptSmem(a.head_size).bytes(sizeof(T));
-  // The limit for the widest head size of this instance: one limit serves every plan.
-  const size_t limit = std::min(PromptSmem(kMaxDims).bytes(sizeof(T)), static_cast<size_t>(opt_in));
-  if (bytes > limit) return Status::ok();
-  OG_RETURN_IF_ERROR(cuda_status(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(limit)),
-                                 "raising the flash prompt kernel's shared-memory limit"));
-  // All shared memory, no L1: two blocks an SM need 2 x 87 KB at D = 128.
-  OG_RETURN_IF_ERROR(cuda_status(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                                      static_cast<int>(kMaxSharedCarveout)),
-                                 "the flash prompt kernel's shared-memory carveout"));
+  OG_ASSIGN_OR_RETURN(const size_t bytes,
+                      (plan_flash_smem<T, kMaxDims>(gqa_flash_prompt_kernel<T, kMaxDims>, a.head_size, "the flash prompt kernel")));
+  if (bytes == 0) return Status::ok();
   a.prompt_dims = kMaxDims;
   a.prompt_smem_bytes = bytes;
   return Status::ok();
@@ -361,23 +194,23 @@ Status plan_flash_for(GqaArgs& a) {
 
 template <typename T, int kMaxDims>
 void launch_flash_for(const GqaArgs& a, cudaStream_t s) {
-  const dim3 grid(static_cast<unsigned>(a.num_heads * a.batch), static_cast<unsigned>(ceil_div(a.q_len, kBlockRows)));
-  gqa_flash_prompt_kernel<T, kMaxDims><<<grid, kPromptThreads, a.prompt_smem_bytes, s>>>(a);
+  const dim3 grid(static_cast<unsigned>(a.num_heads * a.batch), static_cast<unsigned>(ceil_div(a.q_len, kFlashBlockRows)));
+  gqa_flash_prompt_kernel<T, kMaxDims><<<grid, kFlashThreads, a.prompt_smem_bytes, s>>>(a);
 }
 
 }  // namespace
 
 // Left to the tiled kernel: a plan forced onto it (the benchmark's baseline); attention_bias (a
 // global load per score, given when bias_keys > 0: total_sequence_length columns); head sizes
-// past kMaxFlashDims; steps of more than kMaxRowTiles tiles. f32 never comes here (no
+// past kFlashMaxDims; steps of more than kMaxRowTiles tiles. f32 never comes here (no
 // tensor-core product with f32 accuracy).
 template <typename T>
 Status plan_flash_prompt(GqaArgs& a) {
   a.prompt_dims = 0;
   a.prompt_smem_bytes = 0;
   const int64_t dims = (a.head_size + 15) / 16 * 16;
-  if (a.prompt_kernel == GqaPromptKernel::kTiled || a.bias_keys > 0 || dims > kMaxFlashDims ||
-      ceil_div(a.q_len, kBlockRows) > kMaxRowTiles) {
+  if (a.prompt_kernel == GqaPromptKernel::kTiled || a.bias_keys > 0 || dims > kFlashMaxDims ||
+      ceil_div(a.q_len, kFlashBlockRows) > kMaxRowTiles) {
     return Status::ok();
   }
   return dims <= 64 ? plan_flash_for<T, 64>(a) : plan_flash_for<T, 128>(a);

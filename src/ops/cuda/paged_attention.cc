@@ -21,7 +21,6 @@ class PagedAttentionCudaKernel final : public OpKernel {
  public:
   Status prepare(PrepareContext& ctx) override {
     OG_ASSIGN_OR_RETURN(const P p, P::make(ctx.node, ctx.inputs));
-    if (p.has_head_sink) return ctx.fail("the CUDA kernel takes no head_sink");
     if (p.head_size > cuda::kPagedMaxHeadSize) {
       return ctx.fail("the CUDA kernel supports head sizes up to ", cuda::kPagedMaxHeadSize, ", got ", p.head_size);
     }
@@ -45,7 +44,8 @@ class PagedAttentionCudaKernel final : public OpKernel {
     a.rotary_dim = p.rotary_dim;
     a.rotary_rows = p.rotary_rows;
     packed_ = p.packed_qkv;
-    cuda::plan_paged_attention(a);
+    has_sink_ = p.has_head_sink;
+    OG_RETURN_IF_ERROR(cuda::plan_paged_attention(a));
     ctx.workspace_bytes = a.workspace_bytes;
     return Status::ok();
   }
@@ -71,6 +71,7 @@ class PagedAttentionCudaKernel final : public OpKernel {
       a.cos_cache = ctx.input(P::kCosCache).data;
       a.sin_cache = ctx.input(P::kSinCache).data;
     }
+    if (has_sink_) a.head_sink = ctx.input(P::kHeadSink).data;
     a.out = ctx.output(P::kOutput).data;
     a.partials = static_cast<float*>(ctx.workspace);
     return cuda::launch_paged_attention(a, ctx.stream);
@@ -78,7 +79,7 @@ class PagedAttentionCudaKernel final : public OpKernel {
 
  private:
   cuda::PagedAttentionArgs args_;
-  bool packed_ = false;
+  bool packed_ = false, has_sink_ = false;
 };
 
 }  // namespace

@@ -1,9 +1,11 @@
-// PagedAttention on the GPU (paged_attention_kernels.h), two kernels on one stream:
+// PagedAttention on the GPU (paged_attention_kernels.h), kernels on one stream:
 //
 //   append     one block per packed token, a thread per element of its KV heads: the token's key
 //              (rotated at its position, rounded to the storage type as the CPU's rotate_head does)
-//              and value go to the slot its sequence's block table names.
-//   attention  one block per (token, query head, split of its keys): the split's keys go to the
+//              and value go to the slot its sequence's block table names; a padding token's output
+//              row is zeroed.
+//   attention  the tensor-core kernel (paged_attention_flash.cu) for f16 / bf16 head sizes up to
+//              128, else the CUDA-core kernel here: one block per (token, query head, split of its keys): the split's keys go to the
 //              block's four warps in turn (key lo + w, lo + w + 4, ...); a warp reads a key row
 //              coalesced (lane i holds elements i, i + 32, ...), sums the dot product across lanes,
 //              and keeps a running max, sum and output (online softmax); the warps merge through
@@ -12,18 +14,16 @@
 //   combine    merges a (token, head)'s splits (flash decoding: a decode of a few sequences still
 //              spreads its long context over the whole GPU).
 //
-// A CUDA-core kernel: every key row is read once per query head (no sharing across the heads of a
-// KV group, no tensor cores) — the tensor-core kernel for long prefills and wide groups is still
-// to come.
+// The CUDA-core kernel reads every key row once per query head (no sharing across the heads of a
+// KV group, no tensor cores): it serves f32 and the head sizes the tensor-core kernel does not.
 // Capture-safe: no allocation, no host sync, launch shapes fixed by the plan.
 #include <algorithm>
 #include <cstdint>
 #include <utility>
 
 #include "core/cuda/cuda_check.h"
-#include "ops/cuda/attention_device.cuh"
 #include "ops/cuda/device_types.cuh"
-#include "ops/cuda/paged_attention_kernels.h"
+#include "ops/cuda/paged_attention_device.cuh"
 
 namespace onnx_genai::cuda {
 
@@ -32,34 +32,15 @@ namespace {
 constexpr int kWarps = 4;  // query heads per attention block
 constexpr int kMaxPerLane = kPagedMaxHeadSize / 32;
 
-// The sequence owning packed token t (query_starts[s] <= t < query_starts[s + 1]), or -1.
-__device__ int64_t sequence_of(const PagedAttentionArgs& a, int64_t t) {
-  if (t >= a.query_starts[a.sequences] || t < a.query_starts[0]) return -1;
-  int64_t lo = 0, hi = a.sequences - 1;
-  while (lo < hi) {  // the last s with query_starts[s] <= t
-    const int64_t mid = (lo + hi + 1) / 2;
-    if (a.query_starts[mid] <= t) lo = mid; else hi = mid - 1;
-  }
-  return lo;
-}
-
-__device__ int64_t position_of(const PagedAttentionArgs& a, int64_t s, int64_t t) {
-  return a.seq_lens[s] - (a.query_starts[s + 1] - a.query_starts[s]) + (t - a.query_starts[s]);
-}
-
-// Element offset of (pos, KV head g) of sequence s, or -1 when its block id is out of range.
-__device__ int64_t slot_of(const PagedAttentionArgs& a, int64_t s, int64_t pos, int64_t g) {
-  if (pos < 0 || pos >= a.max_blocks * a.block_size) return -1;
-  const int64_t block = a.block_tables[s * a.max_blocks + pos / a.block_size];
-  if (block < 0 || block >= a.num_blocks) return -1;
-  return ((block * a.block_size + pos % a.block_size) * a.kv_heads + g) * a.head_size;
-}
-
 template <typename T>
 __global__ void paged_append_kernel(PagedAttentionArgs a) {
   const int64_t t = blockIdx.x;
   const int64_t s = sequence_of(a, t);
-  if (s < 0) return;
+  if (s < 0) {
+    T* out = static_cast<T*>(a.out) + t * a.num_heads * a.head_size;
+    for (int64_t e = threadIdx.x; e < a.num_heads * a.head_size; e += blockDim.x) out[e] = from_float<T>(0.0f);
+    return;
+  }
   const int64_t pos = position_of(a, s, t);
   const int64_t half = a.rotary_dim / 2;
   const bool rotary = a.do_rotary && pos >= 0 && pos < a.rotary_rows;
@@ -158,13 +139,14 @@ __global__ void paged_attention_kernel(PagedAttentionArgs a) {
     partial[1] = block_l;
   }
   T* out = static_cast<T*>(a.out) + (t * a.num_heads + h) * d;
+  const float finish = partial == nullptr ? paged_finish<T>(a, block_m, block_l, h) : 0.0f;
   for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
     float v = 0.0f;
     for (int w = 0; w < kWarps; ++w) v += warp_acc[w][i] * weight[w];
     if (partial != nullptr) {
       partial[2 + i] = v;
     } else {
-      out[i] = from_float<T>(block_l > 0.0f ? v / block_l : 0.0f);
+      out[i] = from_float<T>(v * finish);
     }
   }
 }
@@ -173,10 +155,12 @@ __global__ void paged_attention_kernel(PagedAttentionArgs a) {
 template <typename T>
 __global__ void paged_combine_kernel(PagedAttentionArgs a) {
   const int64_t t = blockIdx.x, h = blockIdx.y, d = a.head_size;
+  if (sequence_of(a, t) < 0) return;  // padding: the append kernel zeroed its output
   const float* partial = a.partials + (t * a.num_heads + h) * a.splits * (d + 2);
-  float top = -INFINITY;
+  const float sink = a.head_sink != nullptr ? to_float(static_cast<const T*>(a.head_sink)[h]) : -INFINITY;
+  float top = sink;  // e^sink joins the denominator (exp(-inf) = 0 without one)
   for (int64_t s = 0; s < a.splits; ++s) top = fmaxf(top, partial[s * (d + 2)]);
-  float total = 0.0f;
+  float total = top == -INFINITY ? 0.0f : expf(sink - top);
   for (int64_t s = 0; s < a.splits; ++s) {
     const float m = partial[s * (d + 2)];
     total += m == -INFINITY ? 0.0f : partial[s * (d + 2) + 1] * __expf(m - top);
@@ -194,14 +178,27 @@ __global__ void paged_combine_kernel(PagedAttentionArgs a) {
 
 }  // namespace
 
-void plan_paged_attention(PagedAttentionArgs& a) {
+Status plan_paged_attention(PagedAttentionArgs& a) {
   // Enough blocks to fill the GPU a few times over (a decode of one sequence has only its heads),
-  // each split at least 32 keys of the longest context the tables can address.
-  constexpr int64_t kTargetBlocks = 1024, kMaxSplits = 32, kMinSplitKeys = 32;
-  const int64_t units = std::max<int64_t>(1, a.tokens * a.num_heads);
+  // each split at least 32 keys (the CUDA-core kernel) or one tile of 64 (the tensor-core one) of
+  // the longest context the tables can address.
+  constexpr int64_t kTargetBlocks = 1024, kFlashTargetBlocks = 512, kMaxSplits = 32;
+  constexpr int64_t kMinSplitKeys = 32, kFlashMinSplitKeys = 64;
+  a.flash_dims = 0;
+  if (a.kernel == PagedKernel::kAuto) OG_RETURN_IF_ERROR(plan_paged_flash(a));
   const int64_t most_keys = a.max_blocks * a.block_size;
-  a.splits = std::clamp<int64_t>(kTargetBlocks / units, 1, std::min(kMaxSplits, std::max<int64_t>(1, most_keys / kMinSplitKeys)));
-  a.workspace_bytes = a.splits > 1 ? static_cast<size_t>(units * a.splits * (a.head_size + 2)) * sizeof(float) : 0;
+  const int64_t units = std::max<int64_t>(1, a.tokens * a.num_heads);  // (token, head) pairs
+  size_t partial_units = static_cast<size_t>(units);
+  if (a.flash_dims > 0) {
+    const int64_t blocks = std::max<int64_t>(1, a.flash_units * a.kv_heads);
+    a.splits = std::clamp<int64_t>(kFlashTargetBlocks / blocks, 1, std::min(kMaxSplits, std::max<int64_t>(1, most_keys / kFlashMinSplitKeys)));
+  } else {
+    a.splits = std::clamp<int64_t>(kTargetBlocks / units, 1, std::min(kMaxSplits, std::max<int64_t>(1, most_keys / kMinSplitKeys)));
+  }
+  const size_t partial_bytes = a.splits > 1 ? partial_units * static_cast<size_t>(a.splits * (a.head_size + 2)) * sizeof(float) : 0;
+  a.unit_starts_offset = align256(partial_bytes);
+  a.workspace_bytes = a.flash_dims > 0 ? a.unit_starts_offset + static_cast<size_t>(a.sequences + 1) * sizeof(int32_t) : partial_bytes;
+  return Status::ok();
 }
 
 Status launch_paged_attention(const PagedAttentionArgs& a, void* stream) {
@@ -217,13 +214,14 @@ Status launch_paged_attention(const PagedAttentionArgs& a, void* stream) {
   for (const auto& [from, to] : {std::pair{a.key_cache_in, a.key_cache}, std::pair{a.value_cache_in, a.value_cache}}) {
     if (from != to) OG_RETURN_IF_ERROR(cuda_status(cudaMemcpyAsync(to, from, cache_bytes, cudaMemcpyDeviceToDevice, s), "PagedAttention cache copy"));
   }
-  if (a.splits > 1 && a.partials == nullptr) return OG_ERROR("PagedAttention: the split plan needs its workspace");
+  if ((a.splits > 1 || a.flash_dims > 0) && a.partials == nullptr) return OG_ERROR("PagedAttention: the plan needs its workspace");
   const dim3 attention_grid(static_cast<unsigned>(a.tokens), static_cast<unsigned>(a.num_heads),
                             static_cast<unsigned>(a.splits));
   const dim3 heads_grid(static_cast<unsigned>(a.tokens), static_cast<unsigned>(a.num_heads));
   const bool known = dispatch_float_type(a.dtype, [&]<typename T>() {
     paged_append_kernel<T><<<static_cast<unsigned>(a.tokens), 128, 0, s>>>(a);
-    paged_attention_kernel<T><<<attention_grid, kWarps * 32, 0, s>>>(a);
+    if (a.flash_dims > 0) launch_paged_flash(a, s);
+    else paged_attention_kernel<T><<<attention_grid, kWarps * 32, 0, s>>>(a);
     if (a.splits > 1) paged_combine_kernel<T><<<heads_grid, 64, 0, s>>>(a);
   });
   if (!known) return OG_ERROR("PagedAttention: unsupported dtype ", dtype_name(a.dtype));

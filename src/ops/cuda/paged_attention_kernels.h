@@ -3,8 +3,9 @@
 // ops/cpu/paged_attention.cc.
 //
 // The metadata (block tables, offsets, lengths) lives on the device, so a bad entry cannot fail
-// the run as the CPU kernel's checks do: a token outside every sequence, or a block id outside
-// the pool, contributes nothing (its output row is zero, its key is not written or read).
+// the run as the CPU kernel's checks do: a token outside every sequence gets a zero output row; a
+// position whose block id is outside the pool is never written or read (the CUDA-core kernel
+// skips the key, the tensor-core kernel reads zeros for its key and value).
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,10 @@
 namespace onnx_genai::cuda {
 
 inline constexpr int64_t kPagedMaxHeadSize = 256;
+
+// kAuto: the tensor-core kernel (paged_attention_flash.cu) where it supports the step, else the
+// CUDA-core one; kCudaCore: always the CUDA-core kernel (the benchmark's baseline).
+enum class PagedKernel { kAuto, kCudaCore };
 
 struct PagedAttentionArgs {
   DType dtype = DType::kF32;
@@ -38,16 +43,22 @@ struct PagedAttentionArgs {
   const int32_t* seq_lens = nullptr;
   const void* cos_cache = nullptr;
   const void* sin_cache = nullptr;
+  const void* head_sink = nullptr;  // [num_heads] of the storage type, or null
   void* out = nullptr;
-  // Plan (plan_paged_attention): blocks per (token, head) over its keys, and the workspace for
-  // their partial results when more than one.
+  PagedKernel kernel = PagedKernel::kAuto;  // set before plan_paged_attention
+  // Plan (plan_paged_attention): blocks per unit of work over its keys (splits), and the workspace
+  // for their partial results when more than one; the tensor-core kernel's head-size instance
+  // (flash_dims, 0 when the CUDA-core kernel runs), shared memory, grid of slices (an upper bound:
+  // the step's own count is computed on the device into the workspace at unit_starts_offset).
   int64_t splits = 1;
   size_t workspace_bytes = 0;
+  int64_t flash_dims = 0, flash_units = 0;
+  size_t flash_smem_bytes = 0, unit_starts_offset = 0;
   float* partials = nullptr;  // the workspace, set per run
 };
 
-// Fills the plan fields from the shape fields.
-void plan_paged_attention(PagedAttentionArgs& args);
+// Fills the plan fields from the shape fields (host-side, once per plan).
+Status plan_paged_attention(PagedAttentionArgs& args);
 
 // Queues the append and attention kernels on `stream` (a cudaStream_t); no allocation, no sync.
 Status launch_paged_attention(const PagedAttentionArgs& args, void* stream);

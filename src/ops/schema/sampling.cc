@@ -48,8 +48,9 @@ Result<SampleTokensParams> SampleTokensParams::make(const Node& node, const std:
     return fail("logits must be [batch, positions >= 1, vocab], got ", logits.shape.to_string());
   }
   SampleTokensParams p;
-  p.batch = logits.shape[0];
-  p.positions = logits.shape[1];
+  const bool every_position = node.attrs.get_int("every_position", 0) != 0;
+  p.batch = every_position ? logits.shape[0] * logits.shape[1] : logits.shape[0];
+  p.positions = every_position ? 1 : logits.shape[1];
   p.vocab = logits.shape[2];
   p.logits_dtype = logits.dtype;
   if (p.vocab < 1 || p.vocab > sampling::kMaxVocabulary) {

@@ -14,6 +14,10 @@
 //                        gives), or negative when the row needs no token (nothing is checked).
 //   tokens    [B]        int64: the token id, or a negative SampleTokensCode (sampling_layout.h).
 //
+// With the attribute every_position = 1 every position is a row of its own: logits [B, R, V] are
+// read as [B * R, 1, V], and params [B * R, 4], uniforms [B * R] and tokens [B * R] follow (the
+// serving engine's packed logit rows: B = 1, a row per sampled sequence).
+//
 // Semantics, exactly: a Sampler (include/onnx_genai/sampling.h) built from SamplingParams with
 // these four fields (the rest at their defaults) samples the row, with the uniform in place of the
 // Sampler's generator: greedy (argmax, ties to the lowest id) when temperature is 0, else the chain
@@ -39,8 +43,8 @@ struct SampleTokensParams {
   static constexpr const char* kOpType = "SampleTokens";
   enum Input { kLogits = 0, kParams = 1, kUniforms = 2 };
 
-  int64_t batch = 0;      // B
-  int64_t positions = 0;  // R; position R - 1 is sampled
+  int64_t batch = 0;      // B (B * R with every_position)
+  int64_t positions = 0;  // R (1 with every_position); position R - 1 is sampled
   int64_t vocab = 0;      // V, in [1, 2^20] (the Sampler's limit, sampling::kMaxVocabulary)
   DType logits_dtype = DType::kUndefined;
 
