@@ -38,9 +38,36 @@ def activation(name, v):
     return v
 
 
-def route(logits, k, quantized, normalize, router_weights):
+SPARSE_MIXER_EPS = 0.01  # ONNX Runtime's fixed jitter_eps; Phi-3.5-MoE's router_jitter_noise
+
+
+def sparse_mixer(row):
+    """PhiMoE's sparsemixer at inference, as Hugging Face's modeling_phimoe writes it: the top
+    logit (first index on ties, as torch.max), weighted by its softmax over the logits whose
+    distance below it, relative to max(|logit|, top), is at most 2 eps; then the same with the
+    first pick masked out."""
+    chosen, weights = [], []
+    scores = row.copy()
+    for _ in range(2):
+        top = scores.max()
+        pick = int(np.argmax(scores))
+        factor = np.maximum(np.abs(row), top)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            masked = (top - row) / factor > 2 * SPARSE_MIXER_EPS
+        gates = np.where(masked | np.isneginf(scores), -np.inf, scores)
+        gates = np.exp(gates - top)
+        chosen.append(pick)
+        weights.append(gates[pick] / gates.sum())
+        scores = scores.copy()
+        scores[pick] = -np.inf
+    return list(zip(chosen, weights))
+
+
+def route(logits, k, quantized, normalize, router_weights, sparse=False):
     """Per token: [(expert, weight)] for the k largest logits, ties to the higher index."""
     logits = logits.astype(np.float64)
+    if sparse:
+        return [sparse_mixer(row) for row in logits]
     routes = []
     for t, row in enumerate(logits):
         chosen = sorted(range(len(row)), key=lambda e: (-row[e], -e))[:k]
@@ -116,6 +143,11 @@ def finish(case, rng, s, x, w, b):
     """Router inputs, attributes, output and (for variants ORT lacks) the float64 expectation."""
     fdt = float_type(s["dtype"])
     logits = router_logits(rng, s["tokens"], s["experts"], fdt)
+    # Drawn last, so the other cases keep the data they had before the sparse mixer was added.
+    sparse = s["experts"] >= 2 and not s["router_weights"] and rng.random() < 0.2
+    if sparse:
+        s["k"] = 2
+        case.attrs["use_sparse_mixer"] = 1
     case.inputs.insert(1, ("router_probs", logits))
     case.node_inputs.insert(1, "router_probs")
     case.attrs.update(k=s["k"], activation_type=s["activation"], normalize_routing_weights=s["normalize"])
@@ -139,15 +171,17 @@ def finish(case, rng, s, x, w, b):
         variant.append("normalize_routing_weights=0")
     if s.get("quant") == "fp4":
         variant.append("mxfp4")
+    if sparse:
+        variant.append("sparse mixer")  # ORT 1.30's CPU kernels ignore use_sparse_mixer
     if variant or ALWAYS_REFERENCE:
         rw = dict(case.inputs).get("router_weights")
-        routes = route(logits, s["k"], case.op == "QMoE", s["normalize"], rw)
+        routes = route(logits, s["k"], case.op == "QMoE", s["normalize"], rw, sparse)
         case.expected = [reference(x, routes, w, b, s).astype(fdt)]
         case.group = f"{s['dtype']} {variant[-1]} (float64)" if variant else case.group
     case.describe = (f"T={s['tokens']}{'x3d' if x.ndim == 3 else ''} E={s['experts']} k={s['k']} hidden={s['hidden']} "
                      f"inter={s['inter']} {s['activation']}"
                      + (f" fusion={s['fusion']}" if s["activation"] == "swiglu" else "")
-                     + (" fc3" if s["fc3"] else "") + f" norm={s['normalize']} biases={''.join(str(int(v)) for v in s['biases'])}"
+                     + (" fc3" if s["fc3"] else "") + (" sparse_mixer" if sparse else "") + f" norm={s['normalize']} biases={''.join(str(int(v)) for v in s['biases'])}"
                      + s.get("quant_describe", "") + f" {s['dtype']}")
     return case
 

@@ -105,7 +105,9 @@ TEST(MoE, BadAttributesAreErrorsNamingTheNode) {
   EXPECT_TRUE(fails_with(moe_call(5).run(m.inputs()), kMoENode, "k must be in [1, num_experts=4], got 5"));
   EXPECT_TRUE(fails_with(moe_call(0).run(m.inputs()), kMoENode, "k must be in [1, num_experts=4], got 0"));
   EXPECT_TRUE(fails_with(moe_call(2, "tanh").run(m.inputs()), kMoENode, "unsupported activation_type 'tanh'"));
-  EXPECT_TRUE(fails_with(moe_call(2).attr_int("use_sparse_mixer", 1).run(m.inputs()), kMoENode, "use_sparse_mixer is not supported"));
+  EXPECT_TRUE(fails_with(moe_call(3).attr_int("use_sparse_mixer", 1).run(m.inputs()), kMoENode, "use_sparse_mixer needs k 2, got 3"));
+  EXPECT_TRUE(fails_with(moe_call(1).attr_int("use_sparse_mixer", 1).run(m.inputs()), kMoENode, "use_sparse_mixer needs k 2, got 1"));
+  EXPECT_TRUE(moe_call(2).attr_int("use_sparse_mixer", 1).run(m.inputs()).is_ok());
   EXPECT_TRUE(fails_with(moe_call(2).attr_int("swiglu_fusion", 3).run(m.inputs()), kMoENode, "swiglu_fusion must be 0, 1 or 2"));
   EXPECT_TRUE(fails_with(moe_call(2).attr_int("block_size", 32).run(m.inputs()), kMoENode, "unsupported attribute 'block_size'"));
   EXPECT_TRUE(fails_with(moe_call(2, "swiglu").run(m.inputs()), kMoENode, "swiglu_fusion 0 needs fc3_experts_weights"));
@@ -160,6 +162,8 @@ TEST(QMoE, BadQuantisationIsAnErrorNamingTheNode) {
                          "fc1_zero_points shape [4,16,2] should be [4,16,1]"));
   EXPECT_TRUE(fails_with(qmoe_call(2).run(with(q.inputs(), 14, f32({2, 3}, random_floats(6, 13)))), kQMoENode,
                          "router_weights shape [2,3] should be [2,4]"));
+  EXPECT_TRUE(fails_with(qmoe_call(2).attr_int("use_sparse_mixer", 1).run(with(q.inputs(), 14, f32({2, 4}, random_floats(8, 13)))),
+                         kQMoENode, "router_weights given with use_sparse_mixer"));
   EXPECT_TRUE(fails_with(qmoe_call(2).run(with(q.inputs(), 17, f32({1}, {1.0f}))), kQMoENode,
                          "input 17 (an FP8 activation scale) is not supported"));
 }

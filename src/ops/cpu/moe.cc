@@ -127,7 +127,8 @@ class MoEKernel final : public OpKernel {
     combine<T>(ctx, ws);
   }
 
-  // Per token: the k experts (ties to the higher index, as ONNX Runtime) and their weights.
+  // Per token: the k experts (ties to the higher index, as ONNX Runtime, except in the sparse
+  // mixer) and their weights.
   template <typename T>
   void route(const KernelContext& ctx, float* weights, int32_t* experts) const {
     const T* logits = ctx.input(Params::kRouter).ptr<const T>();
@@ -138,6 +139,10 @@ class MoEKernel final : public OpKernel {
         const T* l = logits + t * e_count;
         int32_t* sel = experts + t * k;
         float* w = weights + t * k;
+        if (p_.routing == Params::Routing::kSparseMixer) {
+          sparse_mix(l, sel, w);
+          continue;
+        }
         for (int64_t j = 0; j < k; ++j) {
           int32_t best = -1;
           for (int32_t e = static_cast<int32_t>(e_count) - 1; e >= 0; --e) {
@@ -156,6 +161,31 @@ class MoEKernel final : public OpKernel {
         }
       }
     });
+  }
+
+  // PhiMoE's sparse mixer (k = 2, formula in ops/schema/moe.h). Each pick's weight is its
+  // softmax over the experts whose logits lie within a relative 2 * eps of its own: the pick
+  // itself contributes exp(0) = 1, so the weight is 1 / sum. The second pass leaves the first
+  // pick out. Ties go to the lower index (strict >), as Hugging Face's torch.max.
+  template <typename T>
+  void sparse_mix(const T* logits, int32_t* sel, float* w) const {
+    const auto logit = [&](int64_t e) { return static_cast<float>(load(logits[e])); };
+    for (int j = 0; j < 2; ++j) {
+      const int64_t skip = j == 0 ? -1 : sel[0];
+      int64_t best = -1;
+      for (int64_t e = 0; e < p_.experts; ++e) {
+        if (e != skip && (best < 0 || logit(e) > logit(best))) best = e;
+      }
+      const float top = logit(best);
+      float sum = 0.0f;
+      for (int64_t e = 0; e < p_.experts; ++e) {
+        const float v = logit(e);
+        if (e == skip || top - v > 2.0f * Params::kSparseMixerEps * std::max(std::abs(v), top)) continue;
+        sum += std::exp(v - top);
+      }
+      sel[j] = static_cast<int32_t>(best);
+      w[j] = 1.0f / sum;
+    }
   }
 
   // `w` holds the k selected logits, largest first; turns them into routing weights.

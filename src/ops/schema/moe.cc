@@ -58,17 +58,18 @@ Status read_attributes(const Node& node, bool quantized, Params& p) {
   }
   if (!known) return fail("unsupported activation_type '", act, "' (relu, gelu, silu, identity or swiglu)");
   p.normalize = node.attrs.get_int("normalize_routing_weights", 0) == 1;
-  if (node.attrs.get_int("use_sparse_mixer", 0) != 0) {
-    return fail("use_sparse_mixer is not supported (ONNX Runtime's CPU kernels ignore it)");
-  }
+  const bool sparse_mixer = node.attrs.get_int("use_sparse_mixer", 0) != 0;
+  if (sparse_mixer && p.k != 2) return fail("use_sparse_mixer needs k 2, got ", p.k);
   p.swiglu_fusion = node.attrs.get_int("swiglu_fusion", 0);
   if (p.swiglu_fusion < 0 || p.swiglu_fusion > 2) return fail("swiglu_fusion must be 0, 1 or 2, got ", p.swiglu_fusion);
   p.limit = node.attrs.get_float("swiglu_limit", p.limit);
   p.alpha = node.attrs.get_float("activation_alpha", p.alpha);
   p.beta = node.attrs.get_float("activation_beta", p.beta);
+  p.routing = sparse_mixer ? Params::Routing::kSparseMixer
+              : quantized  ? Params::Routing::kTopKSoftmax
+                           : Params::Routing::kSoftmaxTopK;
   if (!quantized) return Status::ok();
 
-  p.routing = Params::Routing::kTopKSoftmax;
   const std::string quant = node.attrs.get_string("quant_type", "int");
   if (quant != "int" && quant != "fp4") return fail("unsupported quant_type '", quant, "' (int or fp4)");
   p.quant = quant == "int" ? Params::Quant::kInt : Params::Quant::kMxfp4;
@@ -213,6 +214,7 @@ Result<Params> Params::make(const Node& node, const std::vector<const TensorInfo
   if (quantized) {
     if (const TensorInfo* weights = c.input(kRouterWeights)) {
       p.router_weights = kRouterWeights;
+      if (p.routing == Routing::kSparseMixer) return c.fail("router_weights given with use_sparse_mixer");
       OG_RETURN_IF_ERROR(c.expect(*weights, "router_weights", p.dtype, {p.tokens, p.experts}));
     }
   }

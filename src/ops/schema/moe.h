@@ -25,6 +25,13 @@
 //         says); with router_weights (input 14) the weights are router_weights[t, e] instead,
 //         divided by their sum over the k when normalize_routing_weights = 1.
 //   Ties go to the higher expert index, as ONNX Runtime's sort of (value, index) pairs does.
+//   use_sparse_mixer = 1 (PhiMoE's "sparsemixer" as Hugging Face runs it at inference and ONNX
+//   Runtime's CUDA kernel computes it; its CPU kernels ignore the attribute), k must be 2:
+//         e1 = argmax(logits), m1 its logit; weight 1 / sum of exp(l - m1) over the experts with
+//         m1 - l <= 2 * eps * max(|l|, m1); e2 and its weight the same over the experts other
+//         than e1. eps = 0.01 (ONNX Runtime's fixed jitter_eps, PhiMoE's router_jitter_noise);
+//         ties to the lower index (torch.max, cub's ArgMax); normalize_routing_weights ignored
+//         (as both do); no router_weights.
 #pragma once
 
 #include <cstdint>
@@ -38,8 +45,9 @@ namespace onnx_genai {
 struct MoEParams {
   enum class Activation { kRelu, kGelu, kSilu, kIdentity, kSwiGLU };
   enum class Quant { kFloat, kInt, kMxfp4 };
-  enum class Routing { kSoftmaxTopK, kTopKSoftmax };
+  enum class Routing { kSoftmaxTopK, kTopKSoftmax, kSparseMixer };
   static constexpr int kProjections = 3;  // fc1, fc2, fc3
+  static constexpr float kSparseMixerEps = 0.01f;
 
   // Input slots of one projection in the node; -1 where the op has no such input.
   struct Slots {
