@@ -27,7 +27,8 @@ Styles:
 
 Mixture-of-experts models (genai style only) get com.microsoft MoE with float weights, QMoE
 with int4/int8 block-quantized experts, or QMoE with MXFP4 experts (--moe-weights mxfp4, as
-gpt-oss checkpoints ship them; the rest follows --weights). docs/moe.md shows the graph.
+gpt-oss checkpoints ship them; the rest follows --weights). docs/moe.md shows the graph. A gpt-oss
+checkpoint's own MXFP4 experts (*_blocks / *_scales) go into QMoE byte for byte.
 
 OUT_DIR gets model.onnx (+ model.onnx.data with 64-byte aligned tensors when --external-data or
 past 1 GiB of weights), genai_config.json, model_config.json and the tokenizer files.

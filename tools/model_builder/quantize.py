@@ -163,12 +163,14 @@ def quantized_experts(cfg, weights, opts):
         return {}
     names = [n for n in weights if _is_expert(n)]
     if fmt == "mxfp4":
-        convert = quantize_mxfp4
+        stored = getattr(weights, "mxfp4", {})  # a checkpoint's own codes, kept byte for byte
+        def convert(name):
+            return stored[name] if name in stored else quantize_mxfp4(weights[name])
     else:
         bits = {"int4": 4, "int8": 8}[fmt]
-        def convert(w):
-            return quantize(w, bits, opts.block_size, opts.symmetric, opts.float_dtype)
-    return dict(zip(names, parallel_map(lambda name: convert(weights[name]), names)))
+        def convert(name):
+            return quantize(weights[name], bits, opts.block_size, opts.symmetric, opts.float_dtype)
+    return dict(zip(names, parallel_map(convert, names)))
 
 
 def quantized_tensors(cfg, weights, opts):

@@ -1,19 +1,26 @@
 #!/usr/bin/python3
 """Checks of the model builder's mixture-of-experts pieces that need no runtime (ctest
 model_builder_moe): checkpoint names of Mixtral and gpt-oss read back as the canonical weights,
-MXFP4 codes and their dequantisation, and refused combinations."""
+gpt-oss's MXFP4 expert tensors written into the model byte for byte, MXFP4 codes and their
+dequantisation, and refused combinations."""
 import os
 import sys
+import tempfile
 import unittest
 
 import numpy as np
+import onnx
+from onnx import numpy_helper
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TOOLS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, TOOLS)
+sys.path.insert(0, os.path.join(TOOLS, "..", "tests", "genai"))
 
+import gpt_oss_mxfp4_checkpoint  # noqa: E402  (the test checkpoint writer)
 import model_builder  # noqa: E402
 from model_builder import quantize  # noqa: E402
 from model_builder.config import BuildOptions  # noqa: E402
-from model_builder.weights import canonicalize  # noqa: E402
+from model_builder.weights import canonicalize, read_safetensors  # noqa: E402
 
 
 def _dense_part(weights):
@@ -62,6 +69,58 @@ class CheckpointNames(unittest.TestCase):
 
     def test_gpt_oss_stacked_experts(self):
         self.check("gpt_oss", gpt_oss_checkpoint)
+
+
+class GptOssMxfp4Checkpoint(unittest.TestCase):
+    """The published layout (tests/genai/gpt_oss_mxfp4_checkpoint.py writes a tiny one)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        gpt_oss_mxfp4_checkpoint.write_checkpoints(cls.tmp.name)
+        cls.cfg = model_builder.load_config("gpt_oss")
+        cls.shards = [read_safetensors(os.path.join(cls.tmp.name, "mxfp4", f"model-0000{s}-of-00002.safetensors"))
+                      for s in range(2)]
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_codes_reach_the_model_unchanged(self):
+        weights = model_builder.load_weights(self.cfg, checkpoint=os.path.join(self.tmp.name, "mxfp4"))
+        out = os.path.join(self.tmp.name, "model")
+        model_builder.write_model(out, self.cfg, weights, BuildOptions(moe_weights="mxfp4"))
+        inits = {t.name: t for t in onnx.load(os.path.join(out, "model.onnx")).graph.initializer}
+        for layer, shard in enumerate(self.shards):
+            for proj in ("gate_up_proj", "down_proj"):
+                ck = f"model.layers.{layer}.mlp.experts.{proj}"
+                graph = f"model.layers.{layer}.moe.experts.{proj}"
+                blocks, scales = shard[ck + "_blocks"], shard[ck + "_scales"]
+                codes = numpy_helper.to_array(inits[graph + ".qweight"])
+                np.testing.assert_array_equal(codes, blocks.reshape(codes.shape), err_msg=graph)
+                stored = np.frombuffer(inits[graph + ".scales"].raw_data, np.uint8).reshape(scales.shape)
+                np.testing.assert_array_equal(stored, scales, err_msg=graph)
+
+    def test_floats_are_the_dequantised_codes(self):
+        weights = model_builder.load_weights(self.cfg, checkpoint=os.path.join(self.tmp.name, "mxfp4"))
+        dense = model_builder.load_weights(self.cfg, checkpoint=os.path.join(self.tmp.name, "dense.safetensors"))
+        self.assertEqual(set(weights), set(dense))
+        for name, array in dense.items():
+            np.testing.assert_array_equal(weights[name], array, err_msg=name)
+
+    def test_bad_tensors_are_errors_naming_them(self):
+        ck = {**self.shards[0], **self.shards[1]}
+        prefix = "model.layers.1.mlp.experts.down_proj"
+        broken = dict(ck)
+        del broken[prefix + "_scales"]
+        with self.assertRaisesRegex(ValueError, f"{prefix}: checkpoint has one of _blocks and _scales"):
+            canonicalize(self.cfg, broken)
+        broken = dict(ck, **{prefix + "_blocks": ck[prefix + "_blocks"].reshape(4, 128, 16, 8)})
+        with self.assertRaisesRegex(ValueError, rf"{prefix}_blocks \[4, 128, 16, 8\] should be"):
+            canonicalize(self.cfg, broken)
+        broken = dict(ck, **{prefix + "_scales": ck[prefix + "_scales"].astype(np.float32)})
+        with self.assertRaisesRegex(ValueError, f"{prefix}_blocks / _scales must be U8"):
+            canonicalize(self.cfg, broken)
 
 
 class Mxfp4(unittest.TestCase):

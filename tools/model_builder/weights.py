@@ -25,8 +25,9 @@ Fused checkpoints (Phi-3's qkv_proj and gate_up_proj) are split on load. Linear 
 [out, in] as in torch.nn.Linear. Mixture-of-experts checkpoints are renamed on load: Mixtral's
 block_sparse_moe.gate and experts.{e}.w1 / w3 / w2 (gate, up, down), gpt-oss's mlp.router and
 its stacked experts (gate_up_proj [E, hidden, 2I] with gate and up interleaved along the last
-axis, down_proj [E, I, hidden], each with a _bias). gpt-oss's MXFP4 *_blocks / *_scales are not
-read: dequantise them to a float checkpoint first.
+axis, down_proj [E, I, hidden], each with a _bias), or its MXFP4 *_blocks / *_scales
+(gpt_oss_mxfp4.py): dequantised here, and kept as stored in the `Weights.mxfp4` that a build with
+--moe-weights mxfp4 writes unchanged.
 """
 import concurrent.futures
 import json
@@ -68,7 +69,8 @@ def checkpoint_layout(cfg):
         layout.append((_layer(i, "post_attention_layernorm.weight"), (h,), "norm"))
         if cfg.is_moe_layer(i):
             layout += _moe_layout(cfg, i)
-        elif cfg.fused_weights:
+            continue
+        if cfg.fused_weights:
             layout.append((_layer(i, "mlp.gate_up_proj.weight"), (2 * inter, h), "linear"))
         else:
             layout.append((_layer(i, "mlp.gate_proj.weight"), (inter, h), "linear"))
@@ -135,10 +137,21 @@ _MOE_RENAMES = ((".block_sparse_moe.gate.", ".mlp.gate."), (".mlp.router.", ".ml
                 (".w2.", ".down_proj."))
 
 
-def _rename_moe(cfg, checkpoint):
+class Weights(dict):
+    """Canonical float32 weights; `mxfp4` holds {canonical expert name: Mxfp4Weight} for the
+    experts a checkpoint stored in MXFP4, whose floats here are those codes dequantised."""
+
+    def __init__(self, *args, mxfp4=None):
+        super().__init__(*args)
+        self.mxfp4 = mxfp4 or {}
+
+
+def _rename_moe(cfg, checkpoint, mxfp4):
     """Mixtral's and gpt-oss's expert names (see the module docstring) as the canonical ones."""
     if not cfg.num_experts:
         return checkpoint
+    from .gpt_oss_mxfp4 import unpack_experts  # imports quantize, which imports this module
+
     renamed = {}
     for name, array in checkpoint.items():
         if ".experts." in name or ".mlp.router." in name or ".block_sparse_moe." in name:
@@ -146,6 +159,7 @@ def _rename_moe(cfg, checkpoint):
                 name = name.replace(old, new)
         renamed[name] = array
     for i in range(cfg.num_hidden_layers):
+        unpack_experts(renamed, _layer(i, "mlp.experts."), mxfp4)
         _split_stacked_experts(renamed, _layer(i, "mlp.experts."))
     return renamed
 
@@ -168,7 +182,8 @@ def _split_stacked_experts(weights, prefix):
 
 def canonicalize(cfg, checkpoint):
     """Checks names and shapes against the config; splits fused tensors; returns the canonical dict."""
-    checkpoint = _rename_moe(cfg, checkpoint)
+    mxfp4 = {}
+    checkpoint = _rename_moe(cfg, checkpoint, mxfp4)
     expected = checkpoint_layout(cfg)
     wanted = {name for name, _, _ in expected}
     tied_extra = {"lm_head.weight"} if cfg.tie_word_embeddings else set()
@@ -185,7 +200,7 @@ def canonicalize(cfg, checkpoint):
         weights[name] = array
     if cfg.fused_weights:
         _split_fused(cfg, weights)
-    return weights
+    return Weights(weights, mxfp4=mxfp4)
 
 
 def _split_fused(cfg, weights):
@@ -241,11 +256,12 @@ def norm_scale(cfg, stored):
     return (stored.astype(np.float64) + cfg.norm_weight_offset).astype(np.float32)
 
 
-_SAFETENSORS_DTYPES = {"F32": np.float32, "F16": np.float16, "F64": np.float64, "BF16": np.uint16}
+_SAFETENSORS_DTYPES = {"F32": np.float32, "F16": np.float16, "F64": np.float64, "BF16": np.uint16, "U8": np.uint8}
 
 
 def read_safetensors(path):
-    """{name: float32 array} from a .safetensors file (8-byte header size, JSON header, raw data)."""
+    """{name: array} from a .safetensors file (8-byte header size, JSON header, raw data): float
+    tensors as float32, U8 ones (gpt-oss's MXFP4 codes and scales) as they are."""
     with open(path, "rb") as f:
         blob = f.read()
     if len(blob) < 8:
@@ -268,7 +284,7 @@ def read_safetensors(path):
         array = np.frombuffer(data[begin:end], dtype=dtype).reshape(info["shape"])
         if info["dtype"] == "BF16":  # bfloat16 is the high half of a float32
             array = (array.astype(np.uint32) << 16).view(np.float32)
-        tensors[name] = array.astype(np.float32)
+        tensors[name] = array if info["dtype"] == "U8" else array.astype(np.float32)
     return tensors
 
 
