@@ -70,7 +70,12 @@ PRESETS = {
     "qwen3_moe": {"head_dim": 64, "num_experts": 8, "num_experts_per_tok": 4, "moe_intermediate_size": 64,
                   "norm_topk_prob": True},
     # Window 6 on the sliding layers so a short decode reaches it.
-    "gpt_oss": {"sliding_window": 6, "head_dim": 64, "num_attention_heads": 4, "num_key_value_heads": 1},
+    # YaRN as gpt-oss's (factor 32, beta_fast 32, beta_slow 1, untruncated, theta 150000), its
+    # original context shrunk with max_position_embeddings so that their ratio stays 32.
+    "gpt_oss": {"sliding_window": 6, "head_dim": 64, "num_attention_heads": 4, "num_key_value_heads": 1,
+                "rope_theta": 150000.0,
+                "rope_scaling": {"rope_type": "yarn", "factor": 32.0, "original_max_position_embeddings": 8,
+                                 "beta_fast": 32.0, "beta_slow": 1.0, "truncate": False}},
 }
 
 MOE_ROUTINGS = ("softmax_topk", "topk_softmax")
@@ -89,6 +94,7 @@ class ModelConfig:
     num_hidden_layers: int
     head_dim: int = None
     rope_theta: float = 10000.0
+    rope_scaling: dict = None  # Hugging Face's; type "yarn" only (rope.py)
     max_position_embeddings: int = 256
     rms_norm_eps: float = 1e-6
     tie_word_embeddings: bool = False
@@ -146,7 +152,18 @@ class ModelConfig:
             raise ValueError(f"sliding_window must be positive or null, got {self.sliding_window}")
         if self.layer_types is not None and len(self.layer_types) != self.num_hidden_layers:
             raise ValueError(f"layer_types has {len(self.layer_types)} entries for {self.num_hidden_layers} layers")
+        self._validate_rope_scaling()
         self._validate_moe()
+
+    def _validate_rope_scaling(self):
+        s = self.rope_scaling
+        if s is None:
+            return
+        kind = s.get("rope_type", s.get("type")) if isinstance(s, dict) else None
+        if kind != "yarn":
+            raise ValueError(f"rope_scaling {s!r} is not supported (type yarn only)")
+        if not isinstance(s.get("factor"), (int, float)) or s["factor"] <= 0:
+            raise ValueError(f"rope_scaling factor must be a positive number, got {s.get('factor')!r}")
 
     def _validate_moe(self):
         if not self.num_experts:
@@ -212,6 +229,11 @@ def _coerce(name, text):
         if text.lower() not in ("true", "false", "1", "0"):
             raise ValueError(f"{name} wants true or false, got {text!r}")
         return text.lower() in ("true", "1")
+    if field.type is dict:  # JSON: rope_scaling={"rope_type": "yarn", "factor": 4}
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{name} wants a JSON object, got {text!r}") from e
     if field.type is list:  # comma-separated: mlp_only_layers=0,2 or layer_types=full_attention,...
         return [int(item) if item.strip().isdigit() else item.strip() for item in text.split(",") if item.strip()]
     try:
@@ -232,6 +254,11 @@ def _from_hf_json(data):
         merged["hidden_act"] = data.get("hidden_activation") or "gelu_pytorch_tanh"
     if data.get("use_sliding_window") is False:  # Qwen2 configs carry a window they do not use
         merged.pop("sliding_window", None)
+    rope = data.get("rope_parameters")  # newer Hugging Face configs: rope_theta and rope_scaling in one
+    if isinstance(rope, dict):
+        merged["rope_theta"] = rope.get("rope_theta", merged.get("rope_theta"))
+        if rope.get("rope_type", "default") != "default":
+            merged["rope_scaling"] = {k: v for k, v in rope.items() if k != "rope_theta"}
     if "num_local_experts" in data:  # Mixtral's and gpt-oss's name for num_experts
         merged["num_experts"] = data["num_local_experts"]
     for key in ("eos_token_id", "bos_token_id", "pad_token_id"):

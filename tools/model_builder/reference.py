@@ -125,7 +125,8 @@ class ReferenceModel:
         ids = torch.tensor(tokens, dtype=torch.long)
         x = self.w["model.embed_tokens.weight"][ids] * cfg.embedding_multiplier
         angles = torch.from_numpy(rope.rotary_angles(cfg, np.arange(len(tokens)))).to(self.dtype)
-        cos, sin = torch.cos(angles), torch.sin(angles)
+        scaling = rope.frequencies(cfg)[1]  # YaRN's factor on cos and sin
+        cos, sin = torch.cos(angles) * scaling, torch.sin(angles) * scaling
         for i in range(cfg.num_hidden_layers):
             x = x + self.attention(i, self.norm(x, f"model.layers.{i}.input_layernorm.weight"), cos, sin)
             mlp = self.moe if cfg.is_moe_layer(i) else self.mlp

@@ -2,7 +2,10 @@
 """Checks of the model builder's mixture-of-experts pieces that need no runtime (ctest
 model_builder_moe): checkpoint names of Mixtral and gpt-oss read back as the canonical weights,
 gpt-oss's MXFP4 expert tensors written into the model byte for byte, MXFP4 codes and their
-dequantisation, and refused combinations."""
+dequantisation, YaRN rotary tables against a float64 implementation of their own, and refused
+combinations."""
+import json
+import math
 import os
 import sys
 import tempfile
@@ -18,7 +21,7 @@ sys.path.insert(0, os.path.join(TOOLS, "..", "tests", "genai"))
 
 import gpt_oss_mxfp4_checkpoint  # noqa: E402  (the test checkpoint writer)
 import model_builder  # noqa: E402
-from model_builder import quantize  # noqa: E402
+from model_builder import quantize, rope  # noqa: E402
 from model_builder.config import BuildOptions  # noqa: E402
 from model_builder.weights import canonicalize, read_safetensors  # noqa: E402
 
@@ -138,6 +141,65 @@ class Mxfp4(unittest.TestCase):
         error = np.abs(quantize.dequantize_mxfp4(q) - w).reshape(8, 2, 32).max(axis=-1)
         self.assertTrue(np.all(error <= scale + 1e-12))  # the widest e2m1 step (4 -> 6) is 2 units
         self.assertTrue(np.all(np.abs(w).reshape(8, 2, 32).max(axis=-1) <= 6 * scale))
+
+
+def yarn_tables(head_dim, theta, factor, original, beta_fast, beta_slow, truncate, positions):
+    """cos / sin [positions, head_dim / 2] of YaRN written from the paper's wavelengths, float64:
+    pair i turns orig * theta_i / (2 pi) times over the original context; pairs turning more than
+    beta_fast times keep theta_i, fewer than beta_slow times take theta_i / factor, and in between
+    the mix is linear in i (Hugging Face's ramp); cos and sin carry 0.1 ln(factor) + 1."""
+    def pair_turning(beta):  # the (fractional) pair index that turns exactly beta times
+        return (head_dim / 2) * math.log(original / (2 * math.pi * beta)) / math.log(theta)
+    low, high = pair_turning(beta_fast), pair_turning(beta_slow)
+    if truncate:
+        low, high = math.floor(low), math.ceil(high)
+    low, high = max(low, 0), min(high, head_dim - 1)
+    table = np.empty((len(positions), head_dim // 2, 2))
+    for i in range(head_dim // 2):
+        theta_i = theta ** (-2.0 * i / head_dim)
+        mix = min(max((i - low) / (high - low), 0.0), 1.0)
+        freq = theta_i * (1 - mix) + theta_i / factor * mix
+        for row, p in enumerate(positions):
+            table[row, i] = math.cos(p * freq), math.sin(p * freq)
+    return table * (0.1 * math.log(factor) + 1)
+
+
+class YarnRope(unittest.TestCase):
+    def test_gpt_oss_preset_tables(self):
+        cfg = model_builder.load_config("gpt_oss")
+        cos, sin = rope.half_tables(cfg)
+        want = yarn_tables(64, 150000.0, 32.0, 8, 32, 1, False, range(cfg.max_position_embeddings))
+        np.testing.assert_allclose(cos, want[..., 0], rtol=0, atol=1e-12)
+        np.testing.assert_allclose(sin, want[..., 1], rtol=0, atol=1e-12)
+
+    def test_gpt_oss_20b_and_truncated_ranges(self):
+        for truncate in (False, True):
+            scaling = {"rope_type": "yarn", "factor": 32.0, "original_max_position_embeddings": 4096,
+                       "beta_fast": 32.0, "beta_slow": 1.0, "truncate": truncate}
+            cfg = model_builder.load_config("gpt_oss", overrides=[
+                "max_position_embeddings=131072", f"rope_scaling={json.dumps(scaling)}"])
+            positions = [0, 1, 7, 4095, 4096, 100000, 131071]
+            angles = rope.rotary_angles(cfg, positions)
+            factor = rope.frequencies(cfg)[1]
+            want = yarn_tables(64, 150000.0, 32.0, 4096, 32, 1, truncate, positions)
+            np.testing.assert_allclose(np.cos(angles) * factor, want[..., 0], rtol=0, atol=1e-9)
+            np.testing.assert_allclose(np.sin(angles) * factor, want[..., 1], rtol=0, atol=1e-9)
+
+    def test_newer_configs_rope_parameters(self):
+        preset = model_builder.load_config("gpt_oss")
+        hf = {"model_type": "gpt_oss", "num_local_experts": 4, "rope_parameters": dict(preset.rope_scaling, rope_theta=150000.0)}
+        hf.update({k: getattr(preset, k) for k in ("hidden_size", "num_attention_heads", "num_key_value_heads", "head_dim",
+                                                   "intermediate_size", "vocab_size", "num_hidden_layers",
+                                                   "max_position_embeddings")})
+        with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+            json.dump(hf, f)
+            f.flush()
+            cfg = model_builder.load_config(json_path=f.name)
+        self.assertEqual((cfg.rope_theta, cfg.rope_scaling), (preset.rope_theta, preset.rope_scaling))
+
+    def test_other_rope_scaling_is_refused(self):
+        with self.assertRaisesRegex(ValueError, "rope_scaling .* is not supported"):
+            model_builder.load_config("llama", overrides=['rope_scaling={"rope_type": "llama3", "factor": 8}'])
 
 
 class Refusals(unittest.TestCase):
