@@ -4,7 +4,7 @@
 //   - greedy requests with staggered arrivals, 8-token prefill chunks and a pool small enough to
 //     preempt give each request the tokens it gets at N = 1 and from the contiguous Generator;
 //   - prompts sharing a prefix hit the prefix cache and keep those tokens;
-//   - seeded sampling draws N = 1's tokens;
+//   - prompt-lookup speculation keeps them; seeded sampling draws N = 1's tokens;
 //   - every block is free afterwards; what cannot be split is refused in one line.
 #include <gtest/gtest.h>
 
@@ -149,6 +149,23 @@ TEST_F(TensorParallelEngine, PrefixHitsKeepTheTokens) {
       }
     }
     EXPECT_GE(engine->stats().prefix_hits, 14);
+    EXPECT_EQ(engine->stats().kv_blocks_used, 0);
+  }
+}
+
+// Prompt-lookup drafts verified over several rows of a step, rejected ones rewound on every rank.
+TEST_F(TensorParallelEngine, SpeculatingRequestsKeepTheGeneratorsTokens) {
+  const auto ids = prompts();
+  const auto want = generator_tokens(model_dir_->string(), ids);
+  std::vector<RequestParams> params(ids.size(), greedy());
+  for (RequestParams& p : params) p.speculative.method = SpeculativeMethod::kNgram;
+  for (const int ranks : {2, 4}) {
+    SCOPED_TRACE("N=" + std::to_string(ranks));
+    auto engine = load(ranks, /*tight=*/false);
+    ASSERT_NE(engine, nullptr);
+    const auto got = tokens_of(run_all(*engine, ids, {}, {0, 0, 1, 2, 2, 5, 9, 9}, &params));
+    for (size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(got[i], want[i]) << "prompt " << i;
+    EXPECT_GT(engine->stats().drafted_tokens, 0);
     EXPECT_EQ(engine->stats().kv_blocks_used, 0);
   }
 }
