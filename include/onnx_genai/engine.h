@@ -25,6 +25,10 @@
 // A model whose attention cannot be rewritten for paging (ModelInfo::paged_kv_unavailable says
 // why) is still served: each request then runs in its own contiguous cache, one decoder run per
 // request per step.
+//
+// With EngineOptions::model.tensor_parallel = N the decoder is sharded into N ranks (CPU only):
+// one scheduler and one block pool bookkeeping drive them all, each rank keeps its own pools of
+// kv_heads / N heads under the same block ids, and every step runs all ranks at once.
 #pragma once
 
 #include <cstdint>
@@ -40,7 +44,7 @@ namespace onnx_genai::genai {
 struct EngineOptions {
   ModelOptions model;                   // its kv_block_size is taken from block_size
   int64_t block_size = 16;              // positions per KV block
-  int64_t kv_cache_memory = 0;          // bytes for the block pool; 0: kv_cache_fraction
+  int64_t kv_cache_memory = 0;          // bytes for the block pool (all tensor-parallel ranks'); 0: kv_cache_fraction
   // Of the device's free memory after loading (a GPU); on the CPU, of enough memory for
   // max_num_seqs sequences of the whole context.
   double kv_cache_fraction = 0.9;

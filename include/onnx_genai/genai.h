@@ -70,7 +70,7 @@ struct ModelOptions {
   // docs/ARCHITECTURE.md "Tensor parallelism"), run in lockstep on one thread each (each rank's
   // pool has num_threads), every rank with its own KV cache of kv_heads / N heads. CPU only; the
   // KV heads must divide by N, and a graph the sharding pass does not recognise is refused naming
-  // why. Not with kv_block_size (the serving Engine).
+  // why. With kv_block_size (the serving Engine) each rank's graph is paged after sharding.
   int tensor_parallel = 1;
 };
 

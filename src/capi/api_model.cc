@@ -1,9 +1,10 @@
 // C API: config (overlays, providers) and model.
 //
 // The config is genai_config.json as JSON with the caller's changes merged in. Only what this
-// runtime applies may change: the search defaults, the thread count and the providers (CPU or
-// CUDA). A change to anything else fails when it is made, naming the key, instead of being
-// accepted and ignored.
+// runtime applies may change: the search defaults, the thread count, the providers (CPU or
+// CUDA) and model.tensor_parallel (an onnx-genai key: onnxruntime-genai has none; N ranks as
+// ModelOptions::tensor_parallel, for the Generator and the engine alike). A change to anything
+// else fails when it is made, naming the key, instead of being accepted and ignored.
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -19,6 +20,7 @@ using Json = nlohmann::json;
 namespace {
 
 constexpr const char* kSessionOptions = "/model/decoder/session_options";
+constexpr const char* kTensorParallel = "/model/tensor_parallel";
 constexpr size_t kMaxConfigBytes = size_t{1} << 30;  // as the package loader's limit on configs
 
 Result<Json> parse_json(const std::string& text, const std::string& what) {
@@ -63,7 +65,7 @@ Json& provider_list(Json& config) {
 // Paths under which a difference from the package is applied; anything else must stay as it was.
 bool applied_path(const std::string& path) {
   for (const char* prefix : {"/search/", "/model/decoder/session_options/provider_options",
-                             "/model/decoder/session_options/intra_op_num_threads"}) {
+                             "/model/decoder/session_options/intra_op_num_threads", kTensorParallel}) {
     if (path.rfind(prefix, 0) == 0) return true;
   }
   return false;
@@ -75,7 +77,8 @@ Status check_unapplied(const Json& before, const Json& after) {
   const Json old_leaves = before.flatten(), new_leaves = after.flatten();
   const auto refuse = [](const std::string& path) {
     return OG_ERROR("changing '", path, "' is not supported: onnx-genai applies only search.*, ", kSessionOptions + 1,
-                    ".intra_op_num_threads and its provider_options (the rest is derived from the model's graph)");
+                    ".intra_op_num_threads, its provider_options and model.tensor_parallel (the rest is derived from "
+                    "the model's graph)");
   };
   for (const auto& [path, value] : new_leaves.items()) {
     const bool changed = !old_leaves.contains(path) || old_leaves.at(path) != value;
@@ -130,6 +133,13 @@ Result<onnx_genai::genai::ModelOptions> model_options(const Json& config) {
       return OG_ERROR("intra_op_num_threads must be a whole number in [0, 4096], got ", value.dump());
     }
     options.num_threads = value.get<int>();
+  }
+  if (config.contains(Json::json_pointer(kTensorParallel))) {
+    const Json& value = config.at(Json::json_pointer(kTensorParallel));
+    if (!value.is_number_integer() || value.get<int64_t>() < 1 || value.get<int64_t>() > 64) {
+      return OG_ERROR("model.tensor_parallel must be a whole number in [1, 64], got ", value.dump());
+    }
+    options.tensor_parallel = value.get<int>();
   }
   const Json::json_pointer providers(std::string(kSessionOptions) + "/provider_options");
   if (!config.contains(providers) || !config.at(providers).is_array() || config.at(providers).empty()) return options;

@@ -73,6 +73,9 @@ Result<ServeBenchOptions> parse_serve_bench_options(std::span<const std::string>
   OG_RETURN_IF_ERROR(parse_options(args, table, o.model_path));
   if (!o.url.empty() && o.speculative.proposer) return OG_ERROR("--speculative runs the engine in process; with --url the server decides");
   if (!o.url.empty() && o.request_rate > 0) return OG_ERROR("--url takes --concurrency, not --request-rate");
+  if (!o.url.empty() && o.engine.model.tensor_parallel > 1) {
+    return OG_ERROR("--tensor-parallel shards the engine in process; with --url the server decides");
+  }
   o.engine.prefix_caching = !o.no_prefix_caching;
   return o;
 }
@@ -193,6 +196,7 @@ nlohmann::ordered_json summarize(const ServeBenchOptions& o, const ServeResult& 
           {"concurrency", o.request_rate > 0 ? 0 : o.concurrency},
           {"request_rate", o.request_rate},
           {"threads", o.engine.model.num_threads},
+          {"tensor_parallel", o.engine.model.tensor_parallel},
           {"device", o.engine.model.device.to_string()},
           {"paged", st.paged},
           {"seconds", s},
@@ -225,8 +229,9 @@ void print_table(const nlohmann::ordered_json& j) {
   if (j.contains("url")) {
     std::printf("%lld requests, %s, through %s\n", j["requests"].get<long long>(), load.c_str(), j["url"].get<std::string>().c_str());
   } else {
-    std::printf("%lld requests, %s, threads %lld, device %s, %s KV\n", j["requests"].get<long long>(), load.c_str(),
-                j["threads"].get<long long>(), j["device"].get<std::string>().c_str(), j["paged"].get<bool>() ? "paged" : "per-request");
+    std::printf("%lld requests, %s, threads %lld, tensor-parallel %lld, device %s, %s KV\n", j["requests"].get<long long>(),
+                load.c_str(), j["threads"].get<long long>(), j["tensor_parallel"].get<long long>(),
+                j["device"].get<std::string>().c_str(), j["paged"].get<bool>() ? "paged" : "per-request");
   }
   std::printf("  output        %10.1f tok/s   (total %.1f tok/s, %.2f req/s, goodput %.2f req/s)\n",
               j["output_tok_s"].get<double>(), j["total_tok_s"].get<double>(), j["request_s"].get<double>(),
@@ -250,7 +255,8 @@ void print_table(const nlohmann::ordered_json& j) {
 int print_summary(const ServeBenchOptions& o, const ServeResult& result) {
   nlohmann::ordered_json summary = summarize(o, result);
   if (!o.url.empty()) {
-    for (const char* engine_only : {"threads", "device", "paged", "cached_prompt_tokens", "kv_blocks", "kv_waste", "preemptions",
+    for (const char* engine_only : {"threads", "tensor_parallel", "device", "paged", "cached_prompt_tokens", "kv_blocks",
+                                    "kv_waste", "preemptions",
                                     "prefix_hit_rate", "drafted_tokens", "accepted_tokens", "steps"}) {
       summary.erase(engine_only);
     }

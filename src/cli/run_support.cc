@@ -178,6 +178,7 @@ void add_engine_options(OptionTable& table, genai::EngineOptions& engine) {
   table.valued["--max-num-seqs"] = integer_option(engine.max_num_seqs, 1, 1 << 16);
   table.valued["--speculative-disable-by-batch-size"] = integer_option(engine.speculative_disable_by_batch_size, 0, 1 << 16);
   add_model_options(table, engine.model);
+  add_tensor_parallel_option(table, engine.model);
 }
 
 double percentile(std::vector<double> values, double p) {

@@ -83,12 +83,13 @@ Status check_utf8(std::string_view text, std::string_view what);
 void add_model_options(OptionTable& table, genai::ModelOptions& model);
 
 // --tensor-parallel N (alias -tp N): genai::ModelOptions::tensor_parallel, for the commands that
-// drive a Generator (generate, run, bench); the serving engine does not shard yet.
+// drive a Generator (generate, run, bench) and, through add_engine_options, the serving engine.
 void add_tensor_parallel_option(OptionTable& table, genai::ModelOptions& model);
 
 // The serving engine's options (commands that run it: serve, bench-serve): --block-size,
 // --kv-cache-memory BYTES (K/M/G/KiB/MiB/GiB suffixes) or a fraction below 1 of the memory free after
-// loading, --max-num-batched-tokens, --max-num-seqs, and add_model_options' --threads / --device.
+// loading, --max-num-batched-tokens, --max-num-seqs, add_model_options' --threads / --device and
+// --tensor-parallel.
 void add_engine_options(OptionTable& table, genai::EngineOptions& engine);
 
 // The nearest-rank p-th percentile (p in [0, 100]) of `values`; 0 when empty. For the benchmarks.

@@ -97,11 +97,14 @@ struct Engine::Impl {
 Status Engine::Impl::size_pool() {
   const DecoderIo& io = parts->io;
   const int64_t bs = options.block_size;
+  // One rank's share of a block (kv_heads / N heads); kv_cache_memory holds all ranks' shares, so
+  // a budget gives the same number of blocks whatever N is, while a fraction of free memory is
+  // each rank's device's own.
   const int64_t per_block = PagedRunner::block_bytes(io, bs);
   const int64_t max_blocks_per_seq = (max_positions + bs - 1) / bs;
   int64_t blocks = 0;
   if (options.kv_cache_memory > 0) {
-    blocks = options.kv_cache_memory / per_block;
+    blocks = options.kv_cache_memory / (per_block * parts->info.tensor_parallel);
   } else if (parts->session->device().type != DeviceType::kCpu) {
     const auto free = static_cast<double>(parts->session->allocator().free_bytes());
     blocks = static_cast<int64_t>(free * options.kv_cache_fraction) / per_block;
@@ -110,7 +113,8 @@ Status Engine::Impl::size_pool() {
                                             static_cast<double>(max_blocks_per_seq)));
   }
   if (blocks < 1) {
-    return OG_ERROR("engine: the KV cache budget holds no block (", per_block, " bytes per block of ", bs, " positions)");
+    return OG_ERROR("engine: the KV cache budget holds no block (", per_block * parts->info.tensor_parallel,
+                    " bytes per block of ", bs, " positions)");
   }
   pool = std::make_unique<KvBlockPool>(blocks, bs, options.prefix_caching);
   scheduler = std::make_unique<Scheduler>(

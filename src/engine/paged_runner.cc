@@ -26,45 +26,53 @@ int64_t PagedRunner::block_bytes(const genai::DecoderIo& io, int64_t block_size)
 PagedRunner::PagedRunner(const genai::ModelParts& model, const PagedRunnerLimits& limits)
     : model_(model), limits_(limits) {}
 
-PagedRunner::BucketIo& PagedRunner::bucket_io(int64_t tokens) {
-  auto [it, added] = buckets_.try_emplace(tokens);
+PagedRunner::BucketIo& PagedRunner::bucket_io(Rank& rank, int64_t tokens) {
+  auto [it, added] = rank.buckets.try_emplace(tokens);
   BucketIo& io = it->second;
   if (added) {
-    io.inputs.resize(model_.session->inputs().size());
-    io.outputs.resize(model_.session->outputs().size());
-    for (size_t k = 0; k < model_.io.kv.size(); ++k) {
-      io.inputs[model_.io.kv[k].past_input] = pools_[k];
-      io.outputs[model_.io.kv[k].present_output] = pools_[k];
+    io.inputs.resize(rank.session->inputs().size());
+    io.outputs.resize(rank.session->outputs().size());
+    for (size_t k = 0; k < rank.io->kv.size(); ++k) {
+      io.inputs[rank.io->kv[k].past_input] = rank.pools[k];
+      io.outputs[rank.io->kv[k].present_output] = rank.pools[k];
     }
   }
   return io;
 }
 
 Result<std::unique_ptr<PagedRunner>> PagedRunner::create(const genai::ModelParts& model, const PagedRunnerLimits& limits) {
-  const genai::DecoderIo& io = model.io;
-  for (size_t i = 0; i < io.roles.size(); ++i) {
-    const InputRole role = io.roles[i];
-    if (role == InputRole::kAttentionMask || role == InputRole::kUseCacheBranch || role == InputRole::kPastKv) {
-      return OG_ERROR("the paged decoder still reads '", model.session->inputs()[i].name,
-                      "', which packed rows cannot feed");
-    }
-  }
   std::unique_ptr<PagedRunner> runner(new PagedRunner(model, limits));
-  const Shape pool_shape{limits.num_blocks, limits.block_size, io.kv_heads, io.head_size};
-  Allocator& memory = model.session->allocator();
-  for (size_t k = 0; k < io.kv.size(); ++k) {
-    OG_ASSIGN_OR_RETURN(Tensor pool, Tensor::allocate(io.kv_dtype, pool_shape, memory));
-    // Zeroed: a block's unwritten rows are never read, but NaN garbage must not be there to find.
-    OG_RETURN_IF_ERROR(memory.zero(pool.raw(), static_cast<size_t>(pool.nbytes())));
-    runner->pools_.push_back(std::move(pool));
+  const size_t n = model.rank_io.size() + 1;
+  for (size_t r = 0; r < n; ++r) {
+    Rank rank;
+    rank.session = r == 0 ? model.session : &model.ranks->rank(static_cast<int>(r));
+    rank.io = r == 0 ? &model.io : &model.rank_io[r - 1];
+    const genai::DecoderIo& io = *rank.io;
+    for (size_t i = 0; i < io.roles.size(); ++i) {
+      const InputRole role = io.roles[i];
+      if (role == InputRole::kAttentionMask || role == InputRole::kUseCacheBranch || role == InputRole::kPastKv) {
+        return OG_ERROR("the paged decoder still reads '", rank.session->inputs()[i].name,
+                        "', which packed rows cannot feed");
+      }
+    }
+    const Shape pool_shape{limits.num_blocks, limits.block_size, io.kv_heads, io.head_size};
+    Allocator& memory = rank.session->allocator();
+    for (size_t k = 0; k < io.kv.size(); ++k) {
+      OG_ASSIGN_OR_RETURN(Tensor pool, Tensor::allocate(io.kv_dtype, pool_shape, memory));
+      // Zeroed: a block's unwritten rows are never read, but NaN garbage must not be there to find.
+      OG_RETURN_IF_ERROR(memory.zero(pool.raw(), static_cast<size_t>(pool.nbytes())));
+      rank.pools.push_back(std::move(pool));
+    }
+    runner->ranks_.push_back(std::move(rank));
   }
   return runner;
 }
 
-Status PagedRunner::fill_inputs(std::span<const ScheduledRun> runs, int64_t tokens, int64_t logit_rows,
-                                std::vector<Tensor>& inputs) {
-  const genai::DecoderIo& io = model_.io;
-  const std::vector<IoInfo>& infos = model_.session->inputs();
+Status PagedRunner::fill_inputs(const Rank& rank, const Feed& feed, std::vector<Tensor>& inputs) const {
+  const genai::DecoderIo& io = *rank.io;
+  const std::vector<IoInfo>& infos = rank.session->inputs();
+  const std::span<const ScheduledRun> runs = feed.runs;
+  const int64_t tokens = feed.tokens, logit_rows = feed.logit_rows;
   const int64_t seqs = limits_.max_num_seqs, max_blocks = limits_.max_blocks_per_seq;
   for (size_t i = 0; i < io.roles.size(); ++i) {
     Tensor& t = inputs[i];
@@ -134,9 +142,11 @@ Status PagedRunner::fill_inputs(std::span<const ScheduledRun> runs, int64_t toke
   return Status::ok();
 }
 
-Status PagedRunner::fill_draws(int64_t rows, std::span<const int64_t> rows_at, const std::vector<DeviceDraw>* draws,
-                               std::vector<Tensor>& inputs) {
-  const genai::DecoderIo& io = model_.io;
+Status PagedRunner::fill_draws(const Rank& rank, const Feed& feed, std::vector<Tensor>& inputs) {
+  const genai::DecoderIo& io = *rank.io;
+  const int64_t rows = feed.rows;
+  const std::span<const int64_t> rows_at = feed.rows_at;
+  const std::vector<DeviceDraw>* draws = feed.draws;
   const DeviceDraw none;
   for (size_t i = 0; i < io.roles.size(); ++i) {
     Tensor& t = inputs[i];
@@ -163,16 +173,16 @@ bool PagedRunner::device_draws() const { return device_argmax() && model_.io.sam
 
 // With tokens taken on the device the logits are given there, where run_into writes them;
 // otherwise run_into puts them on the host.
-Status PagedRunner::bind_logits(BucketIo& io, int64_t rows, bool on_device) {
-  const genai::DecoderIo& d = model_.io;
+Status PagedRunner::bind_logits(const Rank& rank, BucketIo& io, int64_t rows, bool on_device) {
+  const genai::DecoderIo& d = *rank.io;
   Tensor& logits = io.outputs[d.logits_output];
   if (!on_device) {
     if (logits.defined() && logits.device().type != DeviceType::kCpu) logits = Tensor();
     return Status::ok();
   }
   const Shape shape{1, rows, d.vocab_size};
-  if (logits.defined() && logits.device() == model_.session->device() && logits.shape() == shape) return Status::ok();
-  OG_ASSIGN_OR_RETURN(logits, Tensor::allocate(d.logits_dtype, shape, model_.session->allocator()));
+  if (logits.defined() && logits.device() == rank.session->device() && logits.shape() == shape) return Status::ok();
+  OG_ASSIGN_OR_RETURN(logits, Tensor::allocate(d.logits_dtype, shape, rank.session->allocator()));
   return Status::ok();
 }
 
@@ -206,18 +216,13 @@ Result<bool> PagedRunner::run(std::span<const ScheduledRun> runs, const std::vec
                       " sampling positions, or a decoder without the outputs to take them");
     }
   }
-  BucketIo& io = bucket_io(padded);
-  OG_RETURN_IF_ERROR(fill_inputs(runs, padded, logit_rows, io.inputs));
-  const int64_t rows = rows_selected ? logit_rows : padded;
-  OG_RETURN_IF_ERROR(fill_draws(rows, rows_at, draws, io.inputs));
-  OG_RETURN_IF_ERROR(bind_logits(io, rows, device_tokens));
-  OG_RETURN_IF_ERROR(model_.session->run_into(io.inputs, io.outputs).with_context("running the paged decoder"));
-  for (size_t k = 0; k < d.kv.size(); ++k) {
-    if (io.outputs[d.kv[k].present_output].raw() != pools_[k].raw()) {
-      return OG_ERROR("internal error: the paged decoder's cache output '",
-                      model_.session->outputs()[d.kv[k].present_output].name, "' did not land in its block pool");
-    }
+  const Feed feed{runs, padded, logit_rows, rows_selected ? logit_rows : padded, rows_at, draws};
+  if (ranks_.size() == 1) {
+    OG_RETURN_IF_ERROR(run_rank(0, feed));
+  } else {
+    OG_RETURN_IF_ERROR(model_.ranks->run_ranks([&](int r) { return run_rank(static_cast<size_t>(r), feed); }));
   }
+  const BucketIo& io = ranks_[0].buckets.at(padded);  // rank 0's logits: all-gathered, the whole vocabulary
   if (!device_tokens) {
     logits.resize(rows_at.size());
     const Tensor& out = io.outputs[d.logits_output];
@@ -233,6 +238,23 @@ Result<bool> PagedRunner::run(std::span<const ScheduledRun> runs, const std::vec
     }
   }
   return true;
+}
+
+Status PagedRunner::run_rank(size_t r, const Feed& feed) {
+  Rank& rank = ranks_[r];
+  const genai::DecoderIo& d = *rank.io;
+  BucketIo& io = bucket_io(rank, feed.tokens);
+  OG_RETURN_IF_ERROR(fill_inputs(rank, feed, io.inputs));
+  OG_RETURN_IF_ERROR(fill_draws(rank, feed, io.inputs));
+  OG_RETURN_IF_ERROR(bind_logits(rank, io, feed.rows, feed.draws != nullptr));
+  OG_RETURN_IF_ERROR(rank.session->run_into(io.inputs, io.outputs).with_context("running the paged decoder"));
+  for (size_t k = 0; k < d.kv.size(); ++k) {
+    if (io.outputs[d.kv[k].present_output].raw() != rank.pools[k].raw()) {
+      return OG_ERROR("internal error: the paged decoder's cache output '",
+                      rank.session->outputs()[d.kv[k].present_output].name, "' did not land in its block pool");
+    }
+  }
+  return Status::ok();
 }
 
 }  // namespace onnx_genai::engine

@@ -10,6 +10,12 @@
 // The block pools (one key and one value tensor per layer, [blocks, block_size, kv_heads,
 // head_size]) are allocated here on the session's device, and bound as both the cache inputs
 // and the outputs the kernel writes in place.
+//
+// A tensor-parallel model (ModelOptions::tensor_parallel = N) has N rank sessions, each paged
+// after sharding: every rank gets its own pools of kv_heads / N heads, addressed by the same block
+// ids (one KvBlockPool's bookkeeping serves all), and every step each rank packs the same inputs
+// and runs at once on the group's threads (TensorParallelSessions::run_ranks), since the ranks'
+// collectives wait for one another. The logits are all-gathered in the graph: rank 0's are read.
 #pragma once
 
 #include <cstdint>
@@ -49,7 +55,7 @@ class PagedRunner {
   // the logits stay there and only the ids cross. Returns whether it gave tokens.
   Result<bool> run(std::span<const ScheduledRun> runs, const std::vector<DeviceDraw>* draws,
                    std::vector<std::vector<float>>& logits, std::vector<int32_t>& tokens);
-  // Bytes one block takes over all layers, keys and values.
+  // Bytes one block takes over all layers, keys and values, on one rank (`io` is the rank's).
   static int64_t block_bytes(const genai::DecoderIo& io, int64_t block_size);
 
  private:
@@ -59,18 +65,32 @@ class PagedRunner {
   struct BucketIo {
     std::vector<Tensor> inputs, outputs;
   };
-  BucketIo& bucket_io(int64_t tokens);
-  Status fill_inputs(std::span<const ScheduledRun> runs, int64_t tokens, int64_t logit_rows, std::vector<Tensor>& inputs);
+  // One rank's decoder (the whole decoder without tensor parallelism).
+  struct Rank {
+    Session* session = nullptr;
+    const genai::DecoderIo* io = nullptr;
+    std::vector<Tensor> pools;  // per io->kv binding, kv_heads / N heads each
+    std::map<int64_t, BucketIo> buckets;
+  };
+  // What every rank feeds in one run.
+  struct Feed {
+    std::span<const ScheduledRun> runs;
+    int64_t tokens = 0, logit_rows = 0, rows = 0;  // padded T, the logit_rows input's rows, logits rows
+    std::span<const int64_t> rows_at;
+    const std::vector<DeviceDraw>* draws = nullptr;
+  };
+  static BucketIo& bucket_io(Rank& rank, int64_t tokens);
+  Status fill_inputs(const Rank& rank, const Feed& feed, std::vector<Tensor>& inputs) const;
   // SampleTokens' params and uniforms for `rows` logit rows: draws[k] at row rows_at[k], the
   // others (and all without draws) asking for no token.
-  Status fill_draws(int64_t rows, std::span<const int64_t> rows_at, const std::vector<DeviceDraw>* draws,
-                    std::vector<Tensor>& inputs);
-  Status bind_logits(BucketIo& io, int64_t rows, bool on_device);
+  static Status fill_draws(const Rank& rank, const Feed& feed, std::vector<Tensor>& inputs);
+  static Status bind_logits(const Rank& rank, BucketIo& io, int64_t rows, bool on_device);
+  // Fills rank `r`'s inputs and runs its session.
+  Status run_rank(size_t r, const Feed& feed);
 
   const genai::ModelParts& model_;
   PagedRunnerLimits limits_;
-  std::vector<Tensor> pools_;  // per io.kv binding
-  std::map<int64_t, BucketIo> buckets_;
+  std::vector<Rank> ranks_;
 };
 
 }  // namespace onnx_genai::engine

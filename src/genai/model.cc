@@ -68,24 +68,32 @@ ModelInfo describe(const ModelParts& parts) {
 
 namespace {
 
-// The generator's load-time rewrites of the decoder graph (every rank's alike).
-Status prepare_graph(Graph& graph, ModelParts& parts, const ModelOptions& options, const Device& device) {
-  const std::string file = parts.package.model_file.string();
-  if (options.kv_block_size > 0) {
-    OG_ASSIGN_OR_RETURN(parts.paged, rewrite_to_paged_attention(graph, options.kv_block_size));
-    parts.kv_block_size = options.kv_block_size;
-  }
-  const std::string logits_name = parts.package.names.logits.empty() ? "logits" : parts.package.names.logits;
-  if (options.select_logit_rows) {
-    OG_RETURN_IF_ERROR(select_logit_rows(graph, logits_name).status().with_context(file));
-  }
-  // Only a device session gets the greedy and sampled tokens outputs: a CPU session would compute
-  // them for nothing. The paged decoder (the serving engine) samples each packed logit row.
-  if (device.type != DeviceType::kCpu) {
-    OG_RETURN_IF_ERROR(add_greedy_tokens_output(graph, logits_name).status().with_context(file));
-    OG_RETURN_IF_ERROR(add_sampled_tokens_output(graph, logits_name, parts.paged.rewritten).status().with_context(file));
-  }
+std::string logits_name(const ModelParts& parts) {
+  return parts.package.names.logits.empty() ? "logits" : parts.package.names.logits;
+}
+
+// The generator's load-time rewrites of the decoder graph, in this order: paged attention, logit
+// rows, device outputs. Tensor-parallel ranks select rows before sharding and run the other two
+// after (the paged rewrite sizes its pools from the rank's own kv_num_heads).
+Status select_rows(Graph& graph, const ModelParts& parts, const ModelOptions& options) {
+  if (!options.select_logit_rows) return Status::ok();
+  return select_logit_rows(graph, logits_name(parts)).status().with_context(parts.package.model_file.string());
+}
+
+Status rewrite_paged(Graph& graph, ModelParts& parts, const ModelOptions& options) {
+  if (options.kv_block_size <= 0) return Status::ok();
+  OG_ASSIGN_OR_RETURN(parts.paged, rewrite_to_paged_attention(graph, options.kv_block_size));
+  parts.kv_block_size = options.kv_block_size;
   return Status::ok();
+}
+
+// Only a device session gets the greedy and sampled tokens outputs: a CPU session would compute
+// them for nothing. The paged decoder (the serving engine) samples each packed logit row.
+Status add_device_outputs(Graph& graph, const ModelParts& parts, const Device& device) {
+  if (device.type == DeviceType::kCpu) return Status::ok();
+  const std::string file = parts.package.model_file.string();
+  OG_RETURN_IF_ERROR(add_greedy_tokens_output(graph, logits_name(parts)).status().with_context(file));
+  return add_sampled_tokens_output(graph, logits_name(parts), parts.paged.rewritten).status().with_context(file);
 }
 
 // The package as each of `ranks` tensor-parallel ranks sees it: its graph caches kv_heads / N
@@ -102,10 +110,6 @@ Status load_ranks(ModelParts& parts, const ModelOptions& options, const SessionO
                   GraphFacts& facts) {
   const std::string file = parts.package.model_file.string();
   const int n = options.tensor_parallel;
-  if (options.kv_block_size > 0) {
-    return OG_ERROR(file, ": tensor parallelism (", n,
-                    " ranks) is not available with a paged KV cache (the serving engine)");
-  }
   if (session_options.device.type != DeviceType::kCpu) {
     return OG_ERROR(file, ": tensor parallelism (", n,
                     " ranks) runs on the CPU only (no NCCL communicator in this build)");
@@ -114,16 +118,20 @@ Status load_ranks(ModelParts& parts, const ModelOptions& options, const SessionO
   const auto prepare = [&](Graph& graph) -> Status {
     if (first) facts = read_graph_facts(graph, parts.package);  // sharding renames no input
     first = false;
-    return prepare_graph(graph, parts, options, session_options.device);
+    return select_rows(graph, parts, options);
   };
-  const std::string logits_name = parts.package.names.logits.empty() ? "logits" : parts.package.names.logits;
+  const auto after_shard = [&](Graph& graph) -> Status {
+    OG_RETURN_IF_ERROR(rewrite_paged(graph, parts, options));
+    return add_device_outputs(graph, parts, session_options.device);
+  };
   Result<std::unique_ptr<TensorParallelSessions>> ranks =
-      TensorParallelSessions::load(file, logits_name, n, session_options, prepare);
+      TensorParallelSessions::load(file, logits_name(parts), n, session_options, prepare, after_shard);
   if (!ranks.is_ok()) {
     return OG_ERROR("cannot split the model into ", n, " tensor-parallel ranks: ", ranks.status().message());
   }
   parts.ranks = std::move(*ranks);
   parts.session = &parts.ranks->rank(0);
+  if (parts.paged.rewritten) facts.paged = &parts.paged;  // every rank's rewrite gave the same layers
   const Package view = rank_package(parts.package, n);
   for (int r = 1; r < n; ++r) {
     const Session& rank = parts.ranks->rank(r);
@@ -142,7 +150,9 @@ Status load_session(ModelParts& parts, const ModelOptions& options, const Sessio
   OG_ASSIGN_OR_RETURN(std::shared_ptr<::onnx_genai::Model> graph_model,
                       load_onnx_model(parts.package.model_file.string()));
   facts = read_graph_facts(*graph_model->graph, parts.package);
-  OG_RETURN_IF_ERROR(prepare_graph(*graph_model->graph, parts, options, session_options.device));
+  OG_RETURN_IF_ERROR(rewrite_paged(*graph_model->graph, parts, options));
+  OG_RETURN_IF_ERROR(select_rows(*graph_model->graph, parts, options));
+  OG_RETURN_IF_ERROR(add_device_outputs(*graph_model->graph, parts, session_options.device));
   OG_ASSIGN_OR_RETURN(parts.single, Session::create(std::move(graph_model), session_options));
   parts.session = parts.single.get();
   return Status::ok();

@@ -22,8 +22,8 @@ namespace onnx_genai::genai {
 struct ModelParts {
   Package package;
   // The decoder: `single`, or with tensor parallelism (ModelOptions::tensor_parallel > 1) rank 0's
-  // of `ranks`. Only DecoderRanks (decoder_ranks.h) may run it then: a rank run alone waits
-  // forever in its first collective.
+  // of `ranks`. Only DecoderRanks (decoder_ranks.h) and the engine's PagedRunner may run it then:
+  // a rank run alone waits forever in its first collective.
   Session* session = nullptr;
   std::unique_ptr<Session> single;
   std::unique_ptr<TensorParallelSessions> ranks;

@@ -70,7 +70,8 @@ struct TensorParallelSessions::Workers {
 Result<std::unique_ptr<TensorParallelSessions>> TensorParallelSessions::load(const std::string& path,
                                                                              const std::string& logits,
                                                                              int world_size, SessionOptions options,
-                                                                             const PrepareGraph& prepare) {
+                                                                             const PrepareGraph& prepare,
+                                                                             const PrepareGraph& after_shard) {
   if (options.communicator != nullptr) return OG_ERROR(path, ": tensor-parallel sessions make their own communicators");
   OG_ASSIGN_OR_RETURN(std::shared_ptr<InProcessGroup> group, InProcessGroup::create(world_size));
   std::unique_ptr<TensorParallelSessions> sessions(new TensorParallelSessions());
@@ -81,6 +82,7 @@ Result<std::unique_ptr<TensorParallelSessions>> TensorParallelSessions::load(con
     Result<TensorParallelShards> shards = shard_for_tensor_parallel(*model->graph, logits, r, world_size);
     if (!shards.is_ok()) return shards.status().with_context(path);
     sessions->shards_ = *shards;
+    if (after_shard) OG_RETURN_IF_ERROR(after_shard(*model->graph).with_context(path));
     OG_ASSIGN_OR_RETURN(options.communicator, group->communicator(r));
     OG_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::create(std::move(model), options));
     sessions->ranks_.push_back(std::move(session));

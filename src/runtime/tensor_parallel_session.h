@@ -24,11 +24,13 @@ class TensorParallelSessions {
  public:
   // `options` apply to every rank (num_threads is each rank's pool); its communicator must be unset.
   // `prepare`, when given, rewrites each rank's graph before it is sharded (the generator's
-  // load-time passes, runtime/generation_passes.h); it must rewrite every rank's alike.
+  // load-time passes, runtime/generation_passes.h), and `after_shard` after (the paged-attention
+  // rewrite, which needs the rank's own kv_num_heads); each must rewrite every rank's alike.
   using PrepareGraph = std::function<Status(Graph& graph)>;
   static Result<std::unique_ptr<TensorParallelSessions>> load(const std::string& path, const std::string& logits,
                                                               int world_size, SessionOptions options = {},
-                                                              const PrepareGraph& prepare = {});
+                                                              const PrepareGraph& prepare = {},
+                                                              const PrepareGraph& after_shard = {});
   ~TensorParallelSessions();
   TensorParallelSessions(const TensorParallelSessions&) = delete;
   TensorParallelSessions& operator=(const TensorParallelSessions&) = delete;

@@ -2,11 +2,13 @@
 // requests with their own params join between steps, each step hands out one request with new
 // tokens, and every request's tokens are those its own generator gives alone (the C API's
 // Generator, itself held to the C++ API). Handles are counted, removal and release stop a
-// request, and errors are results with the library's text.
+// request, and errors are results with the library's text. A config overlay's
+// model.tensor_parallel shards the model for generators and the engine alike.
 #include <cstdint>
 #include <functional>
 
 #include "capi_model_test.h"
+#include "runtime/model_parity.h"
 
 namespace onnx_genai {
 namespace {
@@ -209,6 +211,74 @@ TEST_F(CApiEngineTest, ErrorsAreResultsWithTheReason) {
   // Nothing is left running: a step returns no request.
   ASSERT_EQ(message(OgaEngineStep(engine_, &ready)), "");
   EXPECT_EQ(ready, nullptr);
+}
+
+// {"model": {"tensor_parallel": N}} (an onnx-genai key): a llama preset with 4 KV heads from
+// tools/build_model.py gives N = 1's greedy tokens at N = 2 and 4, through the engine (batched,
+// one request joining late) and through a generator.
+TEST_F(CApiEngineTest, TensorParallelOverlayKeepsOneRanksTokens) {
+  ScopedTempDir scratch;
+  ASSERT_TRUE(scratch.valid());
+  const std::vector<std::string> args = {"--preset", "llama", "--set", "num_attention_heads=8", "--set",
+                                         "num_key_value_heads=4", "--set", "vocab_size=300"};
+  auto dir = build_fixture_model({"tp_capi", args, {}, 0, ""}, scratch.path());
+  ASSERT_TRUE(dir.is_ok()) << dir.status().message();
+  const std::vector<std::vector<int32_t>> prompts = {{5, 17, 42, 99, 7}, {8, 1, 64}, {120, 121, 122, 123, 9, 250, 11}};
+  std::vector<std::vector<int32_t>> want, want_generator;
+  for (const int ranks : {1, 2, 4}) {
+    SCOPED_TRACE("N=" + std::to_string(ranks));
+    OgaConfig* c = nullptr;
+    ASSERT_EQ(message(OgaCreateConfig(dir->c_str(), &c)), "");
+    const ConfigPtr config(c);
+    const std::string overlay = R"({"model": {"tensor_parallel": )" + std::to_string(ranks) + "}}";
+    ASSERT_EQ(message(OgaConfigOverlay(c, overlay.c_str())), "");
+    OgaModel* m = nullptr;
+    ASSERT_EQ(message(OgaCreateModelFromConfig(c, &m)), "");
+    const ModelPtr model(m);
+    OgaGeneratorParams* raw = nullptr;
+    ASSERT_EQ(message(OgaCreateGeneratorParams(m, &raw)), "");
+    const ParamsPtr p(raw);
+    ASSERT_EQ(message(OgaGeneratorParamsSetSearchNumber(p.get(), "max_length", 24)), "");
+    ASSERT_EQ(message(OgaGeneratorParamsSetSearchBool(p.get(), "do_sample", false)), "");
+    OgaEngine* e = nullptr;
+    ASSERT_EQ(message(OgaCreateEngine(m, &e)), "");
+    const EnginePtr engine(e);
+    std::vector<RequestPtr> requests;
+    for (size_t i = 0; i < prompts.size(); ++i) requests.push_back(request(p.get(), prompts[i], i));
+    for (size_t i = 0; i < 2; ++i) ASSERT_EQ(message(OgaEngineAddRequest(e, requests[i].get())), "");
+    std::vector<std::vector<int32_t>> got(prompts.size());
+    run(e, got, [&](int step) {
+      if (step == 2) {
+        EXPECT_EQ(message(OgaEngineAddRequest(e, requests[2].get())), "");
+      }
+    });
+    OgaGenerator* g = nullptr;
+    ASSERT_EQ(message(OgaCreateGenerator(m, p.get(), &g)), "");
+    const GeneratorPtr generator(g);
+    ASSERT_EQ(message(OgaGenerator_AppendTokens(g, prompts[2].data(), prompts[2].size())), "");
+    const std::vector<int32_t> generated = finish(g, 1)[0];
+    if (ranks == 1) {
+      want = got;
+      want_generator = {generated};
+      EXPECT_EQ(std::vector<int32_t>(generated.begin() + static_cast<std::ptrdiff_t>(prompts[2].size()), generated.end()),
+                got[2]);
+    } else {
+      EXPECT_EQ(got, want);
+      EXPECT_EQ(std::vector<std::vector<int32_t>>{generated}, want_generator);
+    }
+    for (const RequestPtr& r : requests) EXPECT_EQ(message(OgaEngineRemoveRequest(e, r.get())), "");
+  }
+
+  OgaConfig* c = nullptr;
+  ASSERT_EQ(message(OgaCreateConfig(kDefaultModel.c_str(), &c)), "");
+  const ConfigPtr config(c);
+  const std::string bad = message(OgaConfigOverlay(c, R"({"model": {"tensor_parallel": 0}})"));
+  EXPECT_NE(bad.find("model.tensor_parallel must be a whole number in [1, 64], got 0"), std::string::npos) << bad;
+  ASSERT_EQ(message(OgaConfigOverlay(c, R"({"model": {"tensor_parallel": 2}})")), "");
+  OgaModel* m = nullptr;
+  const std::string one_head = message(OgaCreateModelFromConfig(c, &m));
+  EXPECT_NE(one_head.find("kv_num_heads"), std::string::npos) << one_head;
+  EXPECT_EQ(m, nullptr);
 }
 
 }  // namespace

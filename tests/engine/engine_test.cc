@@ -14,11 +14,15 @@
 #include <map>
 #include <random>
 
+#include "engine/engine_test_util.h"
 #include "onnx_genai/engine.h"
 #include "runtime/model_parity.h"
 
 namespace onnx_genai::genai {
 namespace {
+
+using testing::Finished;
+using testing::run_all;
 
 const std::string kModel = (std::filesystem::path(testing::source_dir()) / "models" / "debian-prose-11m").string();
 
@@ -26,44 +30,6 @@ std::vector<std::string> prompts() {
   return {"And God said", "In the beginning", "The LORD is my shepherd; I shall not want.",
           "And it came to pass, when the king heard the words", "Blessed are the poor in spirit",
           "In the beginning was the Word, and the Word was with God", "Then Jesus answered", "Hear, O Israel"};
-}
-
-struct Finished {
-  std::vector<int32_t> tokens;
-  FinishReason reason = FinishReason::kNone;
-  int64_t cached_prompt_tokens = 0;
-};
-
-// Steps until every request finished; `arrivals[i]` is the step before which prompt i is added.
-std::vector<Finished> run_all(Engine& engine, const std::vector<std::vector<int32_t>>& ids, const RequestParams& params,
-                              const std::vector<int>& arrivals, const std::vector<RequestParams>* per_request = nullptr) {
-  std::map<uint64_t, size_t> index;
-  std::vector<Finished> done(ids.size());
-  size_t added = 0, finished = 0;
-  for (int step = 0; finished < ids.size(); ++step) {
-    for (size_t i = 0; i < ids.size(); ++i) {
-      if (arrivals[i] != step) continue;
-      auto id = engine.add_request(ids[i], per_request ? (*per_request)[i] : params);
-      EXPECT_TRUE(id.is_ok()) << id.status().message();
-      index[*id] = i;
-      ++added;
-    }
-    auto outputs = engine.step();
-    EXPECT_TRUE(outputs.is_ok()) << outputs.status().message();
-    if (!outputs.is_ok()) break;
-    for (const RequestOutput& out : *outputs) {
-      Finished& f = done[index.at(out.id)];
-      f.tokens.insert(f.tokens.end(), out.new_tokens.begin(), out.new_tokens.end());
-      if (out.finished) {
-        f.reason = out.reason;
-        f.cached_prompt_tokens = out.cached_prompt_tokens;
-        ++finished;
-      }
-    }
-    EXPECT_LT(step, 5000) << "the engine stopped making progress";
-    if (step >= 5000) break;
-  }
-  return done;
 }
 
 class EngineTest : public ::testing::Test {

@@ -3,7 +3,7 @@
 // and 4 KV heads, sharded into N = 2 and 4 ranks, each rank with its own KV cache of 4 / N heads,
 // must generate N = 1's greedy tokens (batched prompts of different lengths, chunked prefill,
 // beam search's cache reorders, speculative rewinds); a model that cannot be split is refused
-// with one line naming why. tests/parallel checks the sharded logits themselves.
+// with one line naming why; serve and bench-serve run sharded. tests/parallel checks the sharded logits themselves.
 #include <gtest/gtest.h>
 
 #include "genai_test_util.h"
@@ -113,11 +113,6 @@ TEST_F(TensorParallelGeneration, RefusesWhatCannotBeSplit) {
   ASSERT_FALSE(model.is_ok());
   EXPECT_NE(model.status().message().find("cannot split the model into 3 tensor-parallel ranks"), std::string::npos)
       << model.status().message();
-  options.tensor_parallel = 2;
-  options.kv_block_size = 16;
-  model = genai::Model::load(f32_.string(), options);
-  ASSERT_FALSE(model.is_ok());
-  EXPECT_NE(model.status().message().find("paged KV cache"), std::string::npos) << model.status().message();
 }
 
 // The CLI: generate's greedy text with -tp 2 / --tensor-parallel 4 is N = 1's; bench runs sharded.
@@ -138,6 +133,46 @@ TEST_F(TensorParallelGeneration, CliGenerateAndBench) {
       local.path());
   EXPECT_EQ(bench.exit_code, 0) << bench.err;
   EXPECT_NE(bench.out.find("\"tensor_parallel\": 2"), std::string::npos) << bench.out;
+}
+
+// The serving commands: bench-serve runs the engine sharded, and `serve -tp 2` answers a
+// completion with the text `generate` gives at N = 1 (tests/engine checks the engine's tokens).
+TEST_F(TensorParallelGeneration, CliServeAndBenchServe) {
+  testing::ScopedTempDir local;
+  const std::string model = shell_quote(f32_.string());
+  const testing::CommandResult bench = testing::run_cli(
+      "bench-serve " + model + " --num-requests 4 --concurrency 2 --prompt-len 12 --gen-len 6 --threads 1 "
+      "--tensor-parallel 2 --json", "", local.path());
+  ASSERT_EQ(bench.exit_code, 0) << bench.err;
+  const nlohmann::json report = nlohmann::json::parse(bench.out, nullptr, false);
+  ASSERT_TRUE(report.is_object()) << bench.out;
+  EXPECT_EQ(report["tensor_parallel"], 2);
+  EXPECT_EQ(report["requests"], 4);
+  EXPECT_TRUE(report["paged"].get<bool>());
+  EXPECT_GT(report["output_tok_s"].get<double>(), 0.0);
+
+  const testing::CommandResult one = testing::run_cli(
+      "generate " + model + " --prompt 'the old lion said' --greedy --ignore-eos --max-new-tokens 12 --threads 1", "",
+      local.path());
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  // The server on a free port; its address from the line it prints once listening.
+  const std::string log = shell_quote((local.path() / "serve.log").string());
+  // In a subshell, so that run_command's redirections take the curl output, not only the last command's.
+  const std::string script =
+      "(" + shell_quote(OG_CLI_PATH) + " serve " + model + " -tp 2 --port 0 --threads 1 2>" + log + " & pid=$!; "
+      "for i in $(seq 600); do grep -q 'listening on' " + log + " && break; kill -0 $pid || break; sleep 0.1; done; "
+      "url=$(sed -n 's/.*listening on \\(http:[^ ]*\\).*/\\1/p' " + log + "); "
+      "curl -s --max-time 120 \"$url/v1/completions\" -H 'Content-Type: application/json' -d "
+      "'{\"prompt\": \"the old lion said\", \"max_tokens\": 12, \"temperature\": 0, "
+      "\"ignore_eos\": true}'; kill -TERM $pid; wait $pid)";
+  auto served = testing::run_command(script, local.path());
+  ASSERT_TRUE(served.is_ok()) << served.status().message();
+  EXPECT_EQ(served->exit_code, 0) << served->err;
+  const nlohmann::json completion = nlohmann::json::parse(served->out, nullptr, false);
+  ASSERT_TRUE(completion.is_object() && completion.contains("choices")) << served->out << served->err;
+  const std::string text = completion["choices"][0]["text"].get<std::string>();
+  EXPECT_EQ(completion["usage"]["completion_tokens"], 12) << served->out;
+  EXPECT_EQ(text + "\n", one.out);
 }
 
 // The default model has one KV head: one line saying why, exit 2.

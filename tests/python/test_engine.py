@@ -3,6 +3,11 @@ own params (search options, seed, guidance) join, engine.step() hands back the r
 got tokens, the loop ends when step() returns None. Each request's tokens must be those its own
 og.Generator gives alone."""
 
+import json
+import os
+import subprocess
+import sys
+
 import pytest
 
 import onnx_genai as og
@@ -89,3 +94,45 @@ def test_engine_errors_are_runtime_errors_with_the_reason(model, tokenizer):
     with pytest.raises(RuntimeError, match="an engine request is one sequence: num_beams must be 1, got 2"):
         engine.add_request(beams)
     assert engine.step() is None and not engine.has_pending_requests()
+
+
+def test_tensor_parallel_overlay_keeps_one_ranks_tokens(tmp_path):
+    """{"model": {"tensor_parallel": 2}} (an onnx-genai key) on a llama preset with 4 KV heads from
+    tools/build_model.py: the engine's and a generator's greedy tokens equal those at N = 1."""
+    root = os.path.join(os.path.dirname(__file__), "../..")
+    out = tmp_path / "tp_llama"
+    subprocess.run([sys.executable, os.path.join(root, "tools/build_model.py"), str(out), "--preset", "llama",
+                    "--set", "num_attention_heads=8", "--set", "num_key_value_heads=4", "--set", "vocab_size=300"],
+                   check=True, capture_output=True)
+    prompts = [[5, 17, 42, 99, 7], [8, 1, 64], [120, 121, 122, 123, 9, 250, 11]]
+
+    def tokens(ranks):
+        config = og.Config(str(out))
+        config.overlay(json.dumps({"model": {"tensor_parallel": ranks}}))
+        model = og.Model(config)
+        engine = og.Engine(model)
+        requests = []
+        for i, prompt in enumerate(prompts):
+            params = og.GeneratorParams(model)
+            params.set_search_options(max_length=24, do_sample=False)
+            request = og.Request(params)
+            request.add_tokens(prompt)
+            request.set_opaque_data({"index": i, "tokens": []})
+            engine.add_request(request)
+            requests.append(request)
+        while request := engine.step():
+            drain(engine, request)
+        params = og.GeneratorParams(model)
+        params.set_search_options(max_length=24, do_sample=False)
+        generator = og.Generator(model, params)
+        generator.append_tokens(prompts[0])
+        while not generator.is_done():
+            generator.generate_next_token()
+        return [r.get_opaque_data()["tokens"] for r in requests], list(generator.get_sequence(0))
+
+    one = tokens(1)
+    assert one[1][len(prompts[0]):] == one[0][0]
+    assert tokens(2) == one
+    config = og.Config(str(out))
+    with pytest.raises(RuntimeError, match="model.tensor_parallel must be a whole number"):
+        config.overlay(json.dumps({"model": {"tensor_parallel": 0}}))
