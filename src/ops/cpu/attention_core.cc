@@ -129,6 +129,13 @@ const AttentionRowKernels& best_attention_row_kernels() {
   return kScalarAttentionRows;
 }
 
+int64_t attention_key_block(int64_t head_size, int64_t v_head_size) {
+  const int64_t widest = std::max<int64_t>({head_size, v_head_size, 1});
+  int64_t block = 16;
+  while (block < 128 && block * 2 * widest <= kBlockFloats) block *= 2;
+  return block;
+}
+
 void AttentionCore::plan(const AttentionConfig& config, int threads) {
   c_ = config;
   rows_ = &best_attention_row_kernels();
@@ -144,9 +151,7 @@ void AttentionCore::plan(const AttentionConfig& config, int threads) {
     max_chunks_ = std::clamp<int64_t>(ceil_div(kUnitsPerThread * threads, std::max<int64_t>(base_units, 1)), 1,
                                       std::max<int64_t>(c_.max_keys / kMinChunkKeys, 1));
   }
-  const int64_t widest = std::max<int64_t>({c_.head_size, c_.v_head_size, 1});
-  block_ = 16;
-  while (block_ < 128 && block_ * 2 * widest <= kBlockFloats) block_ *= 2;
+  block_ = attention_key_block(c_.head_size, c_.v_head_size);
   q_stride_ = round_up(c_.head_size, 16);
   acc_stride_ = round_up(c_.v_head_size, 16);
   const int64_t vectors = heads_per_unit_ * rows_per_tile_;

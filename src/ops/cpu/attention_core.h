@@ -102,6 +102,12 @@ inline size_t align_workspace(size_t bytes) { return (bytes + 63) / 64 * 64; }
 // x[j] = cap * tanh(x[j] / cap), j < n (the softcap of GroupQueryAttention and Attention).
 void apply_softcap(float* x, int64_t n, float cap);
 
+// Keys per online-softmax step (one K / V block of the attention core, about 32 KiB): every key
+// of a block is scored before the running max, sum and output are updated once. PagedAttention
+// steps through a sequence's keys in the same spans, so that a row's numbers equal the contiguous
+// kernel's (the update is where the rounding of the two could part).
+int64_t attention_key_block(int64_t head_size, int64_t v_head_size);
+
 class AttentionCore {
  public:
   // Most query vectors one unit carries (bounds the per-thread scratch).

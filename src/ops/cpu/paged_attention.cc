@@ -6,11 +6,13 @@
 //   2. the new rows: keys rotated at their positions and written, with the values, into their
 //      slots; parallel over tokens (a cache given as a separate output is copied over first);
 //   3. attention, one unit per (token, KV head): the query heads of the group are loaded (rotated,
-//      rounded to the storage type as GroupQueryAttention does, scaled), then each block of the
-//      sequence's keys is scored against all of them and folded into a running max, sum and
-//      output per head (online softmax), block by block in position order. A query's result
-//      depends only on its own sequence's keys and that fixed order, never on which other
-//      sequences share the call: batching leaves every row's numbers unchanged.
+//      rounded to the storage type as GroupQueryAttention does, scaled), then the sequence's keys
+//      are taken in spans of attention_key_block rows from the first (the contiguous kernel's
+//      blocks), each span scored through its KV blocks against all of them and folded into a
+//      running max, sum and output per head (online softmax), span by span in position order. A
+//      query's result depends only on its own sequence's keys and that fixed order, never on
+//      which other sequences share the call or how its blocks lie: batching leaves every row's
+//      numbers unchanged, and they equal GroupQueryAttention's over a contiguous cache.
 //
 // Threads pull units from a shared counter; each owns a scratch slot of the workspace.
 #include <algorithm>
@@ -45,13 +47,14 @@ class PagedAttentionKernel final : public OpKernel {
     node_ = ctx.node.describe();
     rows_ = &best_attention_row_kernels();
     group_ = p_.num_heads / p_.kv_heads;
+    span_ = attention_key_block(p_.head_size, p_.head_size);
     const int64_t d = p_.head_size, bs = p_.block_size;
     SlotLayout& s = slot_;
     s.query = 0;
     s.scores = s.query + group_ * d;
-    s.acc = s.scores + group_ * bs;
-    s.stats = s.acc + group_ * d;  // running max and sum per head
-    s.k_rows = s.stats + 2 * group_;
+    s.acc = s.scores + group_ * span_;
+    s.stats = s.acc + group_ * d;  // running max, sum and a span's correction per head
+    s.k_rows = s.stats + 3 * group_;
     s.v_rows = s.k_rows + (p_.dtype == DType::kF32 ? 0 : bs * d);
     s.rotated = s.v_rows + (p_.dtype == DType::kF32 ? 0 : bs * d);
     s.total = s.rotated + d;  // a rotated query head (T elements fit in as many floats)
@@ -90,6 +93,7 @@ class PagedAttentionKernel final : public OpKernel {
   std::string node_;
   const AttentionRowKernels* rows_ = nullptr;
   int64_t group_ = 1;
+  int64_t span_ = 64;  // keys per online-softmax step (attention_key_block)
   SlotLayout slot_;
   int64_t slots_ = 1;
   size_t token_seq_offset_ = 0, slots_offset_ = 0;
@@ -202,22 +206,37 @@ void PagedAttentionKernel::attend(const KernelContext& ctx, int64_t token, int64
     sum[j] = 0.0f;
   }
   std::fill(acc, acc + group_ * d, 0.0f);
-  for (int64_t block_start = first_key / bs * bs; block_start <= pos; block_start += bs) {
-    const int64_t lo = std::max(first_key, block_start), hi = std::min(pos + 1, block_start + bs);
-    const int64_t n = hi - lo, base = slot_offset(tables, seq, lo, g);
-    int64_t k_stride = 0, v_stride = 0;
-    const float* k = f32_rows(key_cache + base, row_stride, n, d, scratch + slot_.k_rows, k_stride);
-    const float* v = f32_rows(value_cache + base, row_stride, n, d, scratch + slot_.v_rows, v_stride);
+  float* correction = sum + group_;
+  // Calls f(lo, n, rows, stride) for the pieces of [span_lo, span_hi) that lie in one KV block,
+  // with those rows of `cache` as f32 (widened into `widened` where T is narrower).
+  const auto for_each_piece = [&](int64_t span_lo, int64_t span_hi, const T* cache, float* widened, auto&& f) {
+    for (int64_t lo = span_lo; lo < span_hi;) {
+      const int64_t hi = std::min(span_hi, (lo / bs + 1) * bs);
+      int64_t stride = 0;
+      const float* rows = f32_rows(cache + slot_offset(tables, seq, lo, g), row_stride, hi - lo, d, widened, stride);
+      f(lo - span_lo, hi - lo, rows, stride);
+      lo = hi;
+    }
+  };
+  for (int64_t span_lo = first_key; span_lo <= pos; span_lo += span_) {
+    const int64_t span_hi = std::min(pos + 1, span_lo + span_), n = span_hi - span_lo;
+    for_each_piece(span_lo, span_hi, key_cache, scratch + slot_.k_rows, [&](int64_t at, int64_t m, const float* k, int64_t stride) {
+      for (int64_t j = 0; j < group_; ++j) rows_->dot_rows(q + j * d, k, stride, m, d, scores + j * span_ + at);
+    });
     for (int64_t j = 0; j < group_; ++j) {
-      float* s = scores + j * bs;
-      rows_->dot_rows(q + j * d, k, k_stride, n, d, s);
+      float* s = scores + j * span_;
       if (p_.softcap > 0.0f) apply_softcap(s, n, p_.softcap);
       const float new_max = std::max(max[j], rows_->row_max(s, n));
-      const float correction = max[j] == kNegInf ? 0.0f : std::exp(max[j] - new_max);
-      sum[j] = sum[j] * correction + rows_->exp_sum(s, n, new_max);
-      rows_->accumulate_rows(s, v, v_stride, n, d, correction, acc + j * d);
+      correction[j] = max[j] == kNegInf ? 0.0f : std::exp(max[j] - new_max);
+      sum[j] = sum[j] * correction[j] + rows_->exp_sum(s, n, new_max);
       max[j] = new_max;
     }
+    // The correction scales the output once, with the span's first piece; the later pieces add on.
+    for_each_piece(span_lo, span_hi, value_cache, scratch + slot_.v_rows, [&](int64_t at, int64_t m, const float* v, int64_t stride) {
+      for (int64_t j = 0; j < group_; ++j) {
+        rows_->accumulate_rows(scores + j * span_ + at, v, stride, m, d, at == 0 ? correction[j] : 1.0f, acc + j * d);
+      }
+    });
   }
   T* out = ctx.output(P::kOutput).ptr<T>() + token * p_.num_heads * d;
   const T* sinks = p_.has_head_sink ? ctx.input(P::kHeadSink).ptr<const T>() : nullptr;
