@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <random>
 #include <string>
 #include <type_traits>
@@ -19,6 +20,7 @@
 
 #include "core/cpu_features.h"
 #include "ops/cpu/avx2/qgemm_kernels.h"
+#include "ops/cpu/int4_panels.h"
 #include "ops/op_test_util.h"
 
 namespace onnx_genai::testing {
@@ -370,23 +372,36 @@ std::vector<float> run_table(const QGemmKernels& t, const Problem& p, Path path)
   w.codes = codes.get<uint8_t>();
   w.scales = scales.get<float>();
   const int64_t m = p.c.m, n = p.c.n;
-  const int64_t rv = packed_row_values(w.blocks, w.block_size, path == Path::kInt8 ? t.int8_chunk : t.chunk);
-  const int64_t lanes = m * rv / kInt8LaneValues;
+  const int64_t rv = path == Path::kInt8 ? w.blocks * w.block_size : packed_row_values(w.blocks, w.block_size, t.chunk);
   std::vector<float> values(static_cast<size_t>(m * rv)), block_scales(static_cast<size_t>(m * w.blocks));
   std::vector<int8_t> int8_values(static_cast<size_t>(m * rv));
-  std::vector<float> lane_scales(static_cast<size_t>(lanes));
-  std::vector<int32_t> lane_offsets(static_cast<size_t>(lanes));
+  std::vector<int32_t> block_sums(static_cast<size_t>(m * w.blocks));
   std::vector<float> terms(static_cast<size_t>(m * w.blocks)), panel(static_cast<size_t>(t.panel_floats));
   PackedA a{.values = values.data(), .int8_values = int8_values.data(), .block_scales = block_scales.data(),
-            .block_terms = terms.data(), .lane_scales = lane_scales.data(), .lane_offsets = lane_offsets.data(),
-            .m = m, .row_values = rv};
+            .block_sums = block_sums.data(), .block_terms = terms.data(), .m = m, .row_values = rv};
   t.pack_a(w, p.a.data(), path == Path::kInt8, a);
   constexpr float kGuard = 12345.0f;
   std::vector<float> y(static_cast<size_t>(m * n + 16), kGuard);
+  if (path == Path::kInt8) {
+    // The panels, each array ending at an inaccessible page, in two pieces of panels.
+    const Int4PanelWeights made = Int4PanelWeights::pack(w);
+    const GuardedCopy panel_codes(made.codes.data(), made.codes.size()),
+        panel_scales(made.scales.data(), made.scales.size() * sizeof(float));
+    std::optional<GuardedCopy> zero_scaled;
+    Int4Panels b = made.view;
+    b.codes = panel_codes.get<uint8_t>();
+    b.scales = panel_scales.get<float>();
+    if (b.zero_scaled != nullptr) {
+      zero_scaled.emplace(made.zero_scaled.data(), made.zero_scaled.size() * sizeof(float));
+      b.zero_scaled = zero_scaled->get<float>();
+    }
+    for (auto [p0, p1] : {std::pair<int64_t, int64_t>{0, b.panels / 2}, {b.panels / 2, b.panels}}) {
+      t.gemm_int8(b, a, p0, p1, y.data() + p0 * kPanelCols, n);
+    }
+  }
   for (auto [n0, n1] : {std::pair<int64_t, int64_t>{0, n / 2}, {n / 2, n}}) {
     if (path == Path::kGemv) t.gemv(w, a, n0, n1, y.data() + n0, n);
     if (path == Path::kGemm) t.gemm(w, a, n0, n1, panel.data(), y.data() + n0, n);
-    if (path == Path::kInt8) t.gemm_int8(w, a, n0, n1, y.data() + n0, n);
   }
   for (size_t i = static_cast<size_t>(m * n); i < y.size(); ++i) EXPECT_EQ(y[i], kGuard) << "write past the output";
   y.resize(static_cast<size_t>(m * n));
@@ -421,7 +436,7 @@ TEST(MatMulNBits, EveryIsaKernelMatchesReference) {
         expect_within(run_table(*t.kernels, p, Path::kGemv), want, p.tolerance(false), "gemv " + what);
       }
       expect_within(run_table(*t.kernels, p, Path::kGemm), want, p.tolerance(false), "gemm " + what);
-      if (t.int8 && c.bits == 4 && c.block >= t.kernels->int8_min_block) {
+      if (t.int8 && c.bits == 4) {
         expect_within(run_table(*t.kernels, p, Path::kInt8), want, p.tolerance(true), "gemm_int8 " + what);
       }
     }
@@ -436,7 +451,7 @@ TEST(MatMulNBits, EveryIsaKernelGivesEachRowItsAloneResult) {
     const Problem p(c, seed++);
     for (const Table& t : tables()) {
       for (Path path : {Path::kGemv, Path::kInt8}) {
-        const bool int8 = t.int8 && c.bits == 4 && c.block >= t.kernels->int8_min_block;
+        const bool int8 = t.int8 && c.bits == 4;
         if (path == Path::kGemv ? c.m > kGemvMaxRows : !int8) continue;
         const std::vector<float> rows = run_table(*t.kernels, p, path);
         for (int64_t r = 0; r < c.m; ++r) {
@@ -449,6 +464,58 @@ TEST(MatMulNBits, EveryIsaKernelGivesEachRowItsAloneResult) {
                 << t.name << (path == Path::kGemv ? " gemv " : " gemm_int8 ") << describe(c) << ", row " << r
                 << ", column " << n;
           }
+        }
+      }
+    }
+  }
+}
+
+// The int8 path computes exactly what its own quantised A asks: sum over blocks of A's block
+// scale x B's scale x the integer dot of the int8 values and (code - zero point), up to f32
+// rounding. (The tests above allow A's quantisation error too, which would hide a wrong block
+// scale or a misplaced code.)
+TEST(MatMulNBits, EveryIsaInt8KernelIsTheExactProductOfItsQuantisedA) {
+  std::vector<Case> cases = few_row_cases();
+  for (const Case& c : random_cases()) cases.push_back(c);
+  uint32_t seed = 900;
+  for (const Case& c : cases) {
+    if (c.bits != 4) continue;
+    const Problem p(c, seed++);
+    const QWeights w = p.weights();
+    const Int4PanelWeights b = Int4PanelWeights::pack(w);
+    for (const Table& t : tables()) {
+      if (!t.int8) continue;
+      const int64_t rv = w.blocks * w.block_size;
+      std::vector<int8_t> q(static_cast<size_t>(c.m * rv));
+      std::vector<float> a_scales(static_cast<size_t>(c.m * w.blocks));
+      std::vector<int32_t> a_sums(static_cast<size_t>(c.m * w.blocks));
+      const PackedA a{.int8_values = q.data(), .block_scales = a_scales.data(), .block_sums = a_sums.data(), .m = c.m,
+                      .row_values = rv};
+      t.kernels->pack_a(w, p.a.data(), true, a);
+      std::vector<float> y(static_cast<size_t>(c.m * c.n));
+      t.kernels->gemm_int8(b.view, a, 0, b.view.panels, y.data(), c.n);
+      for (int64_t r = 0; r < c.m; ++r) {
+        int32_t padding = 0;
+        for (int64_t k = c.k; k < rv; ++k) padding |= q[static_cast<size_t>(r * rv + k)];
+        ASSERT_EQ(padding, 0) << t.name << " " << describe(c) << ": A is not zero past K";
+        for (int64_t n = 0; n < c.n; ++n) {
+          double want = 0.0, magnitude = 0.0;
+          for (int64_t blk = 0; blk < w.blocks; ++blk) {
+            const double zp = p.zero_point(n, blk);
+            int32_t sum = 0;
+            double dot = 0.0;
+            for (int64_t k = blk * c.block; k < std::min(c.k, (blk + 1) * c.block); ++k) {
+              const int32_t qk = q[static_cast<size_t>(r * rv + k)];
+              sum += qk;
+              dot += qk * (p.code(n, k) - zp);
+              magnitude += std::fabs(qk * (p.code(n, k) - zp)) * a_scales[static_cast<size_t>(r * w.blocks + blk)] *
+                           std::fabs(p.scales[static_cast<size_t>(n * w.blocks + blk)]);
+            }
+            ASSERT_EQ(sum, a_sums[static_cast<size_t>(r * w.blocks + blk)]) << t.name << " " << describe(c);
+            want += dot * a_scales[static_cast<size_t>(r * w.blocks + blk)] * p.scales[static_cast<size_t>(n * w.blocks + blk)];
+          }
+          ASSERT_NEAR(y[static_cast<size_t>(r * c.n + n)], want, 1e-6 * magnitude + 1e-7)
+              << t.name << " " << describe(c) << ", row " << r << ", column " << n;
         }
       }
     }

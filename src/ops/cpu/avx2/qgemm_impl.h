@@ -298,13 +298,11 @@ void gemm(const QWeights& w, const PackedA& a, int64_t n0, int64_t n1, float* pa
 void pack_a(const QWeights& w, const float* a, bool int8, const PackedA& out) {
   for (int64_t r = 0; r < out.m; ++r) {
     const float* src = a + r * w.k;
-    float* terms = out.block_terms + r * w.blocks;
     if (int8) {
-      const int64_t lanes = r * (out.row_values / kInt8LaneValues);
-      pack_row_int8(w, src, out.row_values, out.int8_values + r * out.row_values, out.block_scales + r * w.blocks,
-                    terms, out.lane_scales + lanes, out.lane_offsets + lanes);
+      pack_row_int8(w, src, out.int8_values + r * out.row_values, out.block_scales + r * w.blocks,
+                    out.block_sums + r * w.blocks);
     } else {
-      pack_row_f32(w, src, out.row_values, out.values + r * out.row_values, terms);
+      pack_row_f32(w, src, out.row_values, out.values + r * out.row_values, out.block_terms + r * w.blocks);
     }
   }
 }
@@ -312,10 +310,8 @@ void pack_a(const QWeights& w, const float* a, bool int8, const PackedA& out) {
 // Instantiated per ISA (compile time stays a few seconds): gemv for bits {4, 8} x the scale modes
 // a bit width allows x 1..kGemvRows rows of B x 1..gemv_rows_a(mode) rows of A; gemm's
 // dequantize_panel for bits x modes and f32_tile for 1..kTileRowsA x 1..kTileRowsB; gemm_int8 for
-// 1..kInt8RowsA x 1..kInt8RowsB tiles.
+// 1..kInt8RowsA rows x 1..kInt8PanelsMany (one row: kInt8PanelsOne) panels.
 constexpr QGemmKernels kQGemmKernels{.chunk = kChunk,
-                                     .int8_chunk = kInt8Chunk,
-                                     .int8_min_block = kInt8LaneValues,
                                      .panel_floats = kPanelRows * kPanelDepth,
                                      .pack_a = pack_a,
                                      .gemv = gemv,

@@ -3,8 +3,8 @@
 // plain loops (cpu/quantized_matmul.cc).
 //
 // A call runs in two steps: pack_a writes A once into the workspace in the order the table's
-// loops read it (PackedA), then gemv / gemm / gemm_int8 compute rows [n0, n1) of B against every
-// row of A. Packing is what lets 4-bit codes be used as they lie in memory: a byte holds the codes
+// loops read it (PackedA), then gemv / gemm compute rows [n0, n1) of B, or gemm_int8 panels of
+// them (Int4Panels, below), against every row of A. On the f32 path, packing is what lets 4-bit codes be used as they lie in memory: a byte holds the codes
 // of elements 2p (low nibble) and 2p + 1 (high nibble), so each chunk of `chunk` packed values
 // holds the chunk's even-indexed elements first, then its odd-indexed ones, and a load of code
 // bytes splits into two vectors (low nibbles, high nibbles) that line up with two loads of A.
@@ -34,35 +34,50 @@ struct QWeights {
   }
 };
 
-// Values per int32 lane of the SIMD int8 dots: one block, or a part of one (so those tables take
-// blocks of at least this many values).
-constexpr int64_t kInt8LaneValues = 32;
+// The int8 path's B (accuracy_level >= 4, 4-bit weights): the codes reordered once, at load, into
+// panels of kPanelCols rows of B (output columns) so that one int32 lane of a SIMD dot is one
+// output column, as int4_panels.h writes them:
+//   codes  [panels, groups, kPanelCols, 4 bytes], groups = blocks * block_size / 8: the 4 bytes of
+//          column j in group g hold the codes of elements 8g..8g+3 in their low nibbles and of
+//          8g+4..8g+7 in their high nibbles, so `& 0x0F` and `>> 4 & 0x0F` of one 64-byte load give
+//          16 columns x 4 elements each, the operand of a 4-way byte dot;
+//   scales [panels, blocks, kPanelCols];
+//   zero_scaled [panels, blocks, kPanelCols]: scale x zero point, where B has zero points (null:
+//          the default 8, folded into the integer dots).
+// Columns past N are zero codes and zero scales.
+constexpr int64_t kPanelCols = 16;
+constexpr int64_t kPanelGroupValues = 8;                // elements of one column per group
+constexpr int64_t kPanelGroupBytes = kPanelCols * 4;    // one group of one panel
 
-// A as the GEMMs read it, [m, row_values] with row_values = blocks * block_size rounded up to a
-// whole chunk (int8_chunk on the int8 path), zeros past K. f32 path: `values` (4-bit weights: in
-// chunk order, see above, and scaled as the table's loops want it; 8-bit: natural order). int8
-// path (accuracy_level >= 4, 4-bit weights): each block of A quantised symmetrically to int8,
-// `int8_values` in the table's order (SIMD: qgemm_int8_impl.h; plain loops: chunk order).
+struct Int4Panels {
+  const uint8_t* codes = nullptr;
+  const float* scales = nullptr;
+  const float* zero_scaled = nullptr;
+  int64_t n = 0, panels = 0, blocks = 0, block_size = 0;
+
+  int64_t groups_per_block() const { return block_size / kPanelGroupValues; }
+  int64_t panel_code_bytes() const { return blocks * groups_per_block() * kPanelGroupBytes; }
+  int64_t panel_floats() const { return blocks * kPanelCols; }
+};
+
+// A as the GEMMs read it, [m, row_values], zeros past K. f32 path: `values`, row_values =
+// blocks * block_size rounded up to a whole chunk (4-bit weights: in chunk order, see above, and
+// scaled as the table's loops want it; 8-bit: natural order). int8 path: each block of A quantised
+// symmetrically to int8 (scale max|a| / 127), `int8_values` in natural order, row_values =
+// blocks * block_size.
 struct PackedA {
   float* values = nullptr;        // f32 path: [m, row_values]
   int8_t* int8_values = nullptr;  // int8 path: [m, row_values]
   float* block_scales = nullptr;  // int8 path: [m, blocks], the scale of each block's int8 values
-  // f32 path: sum of A over block b; int8 path: scale * sum of the block's int8 values. Times the
-  // block's zero point and weight scale, it is the term the zero points subtract from a dot.
-  float* block_terms = nullptr;   // [m, blocks]
-  // int8 path, SIMD tables, per int32 lane of a dot (kInt8LaneValues packed values), in the
-  // table's lane order: the A block scale of its values, and the value its dot starts from,
-  // -(default zero point) * sum of its int8 values when B has no zero points (so the default zero
-  // point costs nothing per pair of rows), else 0. [m, row_values / kInt8LaneValues] each.
-  float* lane_scales = nullptr;
-  int32_t* lane_offsets = nullptr;
+  int32_t* block_sums = nullptr;  // int8 path: [m, blocks], the sum of each block's int8 values
+  // f32 path: sum of A over block b. Times the block's zero point and weight scale, it is the
+  // term the zero points subtract from a dot.
+  float* block_terms = nullptr;   // f32 path: [m, blocks]
   int64_t m = 0, row_values = 0;
 };
 
 struct QGemmKernels {
   int64_t chunk = 0;        // packed values per chunk (the unit of reordering and of padding)
-  int64_t int8_chunk = 0;   // the same for the int8 path
-  int64_t int8_min_block = 0;  // smallest block_size gemm_int8 takes
   int64_t panel_floats = 0; // workspace floats `gemm` needs per concurrent call
   // Packs `m` rows of A [m, K] into `out` (pointers and row_values set by the caller).
   void (*pack_a)(const QWeights& w, const float* a, bool int8, const PackedA& out) = nullptr;
@@ -73,9 +88,10 @@ struct QGemmKernels {
   // f32 activations, any m: y[r * ldy + n - n0] for every row r; `panel` holds panel_floats.
   void (*gemm)(const QWeights& w, const PackedA& a, int64_t n0, int64_t n1, float* panel, float* y,
                int64_t ldy) = nullptr;
-  // int8 activations (4-bit weights, block_size >= int8_min_block), any m: y[r * ldy + n - n0];
-  // a row's result is the same bits whatever m is.
-  void (*gemm_int8)(const QWeights& w, const PackedA& a, int64_t n0, int64_t n1, float* y, int64_t ldy) = nullptr;
+  // int8 activations (4-bit weights as Int4Panels), any m: y[r * ldy + n - 16 * p0] for the
+  // columns n < b.n of panels [p0, p1); a row's result is the same bits whatever m is and
+  // whichever panels the call takes.
+  void (*gemm_int8)(const Int4Panels& b, const PackedA& a, int64_t p0, int64_t p1, float* y, int64_t ldy) = nullptr;
 };
 
 // The most rows of A `gemv` takes. Above it the panels of `gemm` are cheaper: they dequantise

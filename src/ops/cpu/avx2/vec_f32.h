@@ -74,6 +74,7 @@ struct VecI32 {
   }
 };
 inline VecI32 operator&(VecI32 a, VecI32 b) { return {_mm512_and_si512(a.v, b.v)}; }
+inline VecI32 operator+(VecI32 a, VecI32 b) { return {_mm512_add_epi32(a.v, b.v)}; }
 inline VecI32 operator-(VecI32 a, VecI32 b) { return {_mm512_sub_epi32(a.v, b.v)}; }
 inline VecF to_float(VecI32 a) { return {_mm512_cvtepi32_ps(a.v)}; }
 // Rounds to the nearest integer, ties to even (the default MXCSR mode).
@@ -148,6 +149,7 @@ struct VecI32 {
   }
 };
 inline VecI32 operator&(VecI32 a, VecI32 b) { return {_mm256_and_si256(a.v, b.v)}; }
+inline VecI32 operator+(VecI32 a, VecI32 b) { return {_mm256_add_epi32(a.v, b.v)}; }
 inline VecI32 operator-(VecI32 a, VecI32 b) { return {_mm256_sub_epi32(a.v, b.v)}; }
 inline VecF to_float(VecI32 a) { return {_mm256_cvtepi32_ps(a.v)}; }
 inline VecI32 to_int(VecF a) { return {_mm256_cvtps_epi32(a.v)}; }
