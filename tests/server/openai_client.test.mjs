@@ -238,7 +238,9 @@ test('a non-streamed request whose client disconnects is aborted', async () => {
   const controller = new AbortController();
   const request = fetch(server.url + '/v1/chat/completions', {
     method: 'POST', headers: { 'Content-Type': 'application/json' }, signal: controller.signal,
-    body: JSON.stringify({ messages: [{ role: 'user', content: 'Go on forever' }], max_tokens: 500, ignore_eos: true }),
+    // Eight choices: one alone can finish its 500 tokens (the context's limit) within the server's
+    // 250 ms between disconnect checks.
+    body: JSON.stringify({ messages: [{ role: 'user', content: 'Go on forever' }], max_tokens: 500, ignore_eos: true, n: 8 }),
   }).catch((e) => e);
   // Disconnect once the engine runs it (a client gone before its request arrived aborts nothing).
   assert.ok(await waitFor(async () => (await metrics(server.url))['onnx_genai:num_requests_running'] > 0), 'the request runs');
