@@ -204,23 +204,24 @@ class MatMulNBitsKernel final : public OpKernel {
       offset += align_floats(floats);
       return at;
     };
+    int4_panels_.reset();
+    if (int8_) OG_RETURN_IF_ERROR(prepare_int4_panels(ctx));
+    // 16-bit scales and zero points are widened per call unless the panels already hold them.
+    const bool widen_b = !wide && int4_panels_ == nullptr;
     a_at_ = wide ? -1 : region(m_ * p.k);
-    scales_at_ = wide ? -1 : region(per_col);
-    zp_at_ = (p.has_zp && !p.zp_packed && !wide) ? region(per_col) : -1;
+    scales_at_ = widen_b ? region(per_col) : -1;
+    zp_at_ = (p.has_zp && !p.zp_packed && widen_b) ? region(per_col) : -1;
     packed_at_ = region(int8_ ? (m_ * row_values_ + 3) / 4 : m_ * row_values_);
     block_scales_at_ = int8_ ? region(m_ * p.blocks) : -1;
     block_sums_at_ = int8_ ? region(m_ * p.blocks) : -1;  // int32, float-sized
     terms_at_ = int8_ ? -1 : region(m_ * p.blocks);
     y_at_ = (wide && !p.has_bias) ? -1 : region(m_ * p.n);
     panels_at_ = (!int8_ && m_ > kGemvMaxRows) ? region(threads_ * kernels_->panel_floats) : -1;
-    if (int8_) {
-      OG_RETURN_IF_ERROR(prepare_int4_panels(ctx));
-      if (int4_panels_ == nullptr) {  // B computed at run time: reordered into the workspace
-        const Int4PanelSizes sizes(weights_view(p, nullptr, nullptr, nullptr, nullptr));
-        panel_codes_at_ = region((sizes.code_bytes + 3) / 4);
-        panel_scales_at_ = region(sizes.scale_floats);
-        panel_zero_at_ = p.has_zp ? region(sizes.scale_floats) : -1;
-      }
+    if (int8_ && int4_panels_ == nullptr) {  // B computed at run time: reordered into the workspace
+      const Int4PanelSizes sizes(weights_view(p, nullptr, nullptr, nullptr, nullptr));
+      panel_codes_at_ = region((sizes.code_bytes + 3) / 4);
+      panel_scales_at_ = region(sizes.scale_floats);
+      panel_zero_at_ = p.has_zp ? region(sizes.scale_floats) : -1;
     }
     ctx.workspace_bytes = static_cast<size_t>(offset) * sizeof(float);
     return Status::ok();
@@ -241,7 +242,6 @@ class MatMulNBitsKernel final : public OpKernel {
       const Value* v = ctx.node.input(i);
       return v != nullptr && v->is_constant() && ctx.value(i) != nullptr;
     };
-    int4_panels_.reset();
     if (!constant(MatMulNBitsParams::kB) || !constant(MatMulNBitsParams::kScales) ||
         (p.has_zp && !constant(MatMulNBitsParams::kZeroPoints))) {
       return Status::ok();
