@@ -215,6 +215,66 @@ Symbol JsonGrammar::number_range(std::optional<Bound> lo, std::optional<Bound> h
   return R::ref(rule);
 }
 
+// The digits are read left to right keeping value * 10^(digits read in F) modulo step; the
+// number may end where the remainder, scaled by the fraction digits it lacks, is zero.
+Symbol JsonGrammar::multiple_of(uint64_t step, int fraction_digits, int max_integer_digits) {
+  const auto p = static_cast<size_t>(step);
+  const auto d = static_cast<size_t>(fraction_digits);
+  // Integer digits are counted only when bounded: whole[n][r] after n + 1 of them (n = 0 alone
+  // when unbounded, looping).
+  const size_t counted = max_integer_digits > 0 ? static_cast<size_t>(max_integer_digits) : 1;
+  std::vector<uint64_t> scale(d + 1, 1 % step);  // scale[k] = 10^k mod step
+  for (size_t k = 1; k <= d; ++k) scale[k] = scale[k - 1] * 10 % step;
+  const auto next = [&](size_t r, int digit) { return static_cast<size_t>((r * 10 + static_cast<size_t>(digit)) % p); };
+  std::vector<std::vector<int32_t>> whole(counted, std::vector<int32_t>(p));
+  std::vector<std::vector<int32_t>> ended(d + 1, std::vector<int32_t>(p));  // after I and f digits of F
+  for (size_t r = 0; r < p; ++r) {
+    for (auto& w : whole) w[r] = g_.new_rule("multiple digits");
+    for (size_t f = 0; f <= d; ++f) ended[f][r] = g_.new_rule("multiple end");
+  }
+  const auto digit_then = [&](int digit, int32_t rule) { return std::vector<Symbol>{g_.byte(static_cast<char>('0' + digit)), R::ref(rule)}; };
+  for (size_t r = 0; r < p; ++r) {
+    for (size_t n = 0; n < counted; ++n) {
+      g_.add_alt(whole[n][r], {R::ref(ended[0][r])});
+      if (max_integer_digits > 0 && n + 1 == counted) continue;
+      const size_t more = max_integer_digits > 0 ? n + 1 : n;
+      for (int digit = 0; digit <= 9; ++digit) g_.add_alt(whole[n][r], digit_then(digit, whole[more][next(r, digit)]));
+    }
+    for (size_t f = 0; f <= d; ++f) {
+      if (r * scale[d - f] % step == 0) g_.add_alt(ended[f][r], {});
+      if (f == d) continue;
+      for (int digit = 0; digit <= 9; ++digit) {
+        std::vector<Symbol> seq = digit_then(digit, ended[f + 1][next(r, digit)]);
+        if (f == 0) seq.insert(seq.begin(), g_.byte('.'));
+        g_.add_alt(ended[f][r], std::move(seq));
+      }
+    }
+  }
+  const int32_t magnitude = g_.new_rule("multiple");
+  g_.add_alt(magnitude, {g_.byte('0'), R::ref(ended[0][0])});
+  for (int digit = 1; digit <= 9; ++digit) g_.add_alt(magnitude, digit_then(digit, whole[0][next(0, digit)]));
+  const int32_t rule = g_.new_rule("multiple of");
+  g_.add_alt(rule, {R::ref(magnitude)});
+  g_.add_alt(rule, {g_.byte('-'), R::ref(magnitude)});
+  return R::ref(rule);
+}
+
+// At most 15 significant digits (9 before the point; up to 2 zeros, then a non-zero digit and at
+// most 3 more after it), so that the double a reader parses is still not an integer.
+Symbol JsonGrammar::non_integer() {
+  const Symbol digit = g_.bytes('0', '9');
+  const int32_t whole = g_.new_rule("non-integer whole");
+  g_.add_alt(whole, {g_.byte('0')});
+  g_.add_alt(whole, {g_.bytes('1', '9'), R::ref(g_.repeat("digits", digit, 0, 8))});
+  const int32_t magnitude = g_.new_rule("non-integer");
+  g_.add_alt(magnitude, {R::ref(whole), g_.byte('.'), R::ref(g_.repeat("zeros", g_.byte('0'), 0, 2)), g_.bytes('1', '9'),
+                         R::ref(g_.repeat("digits", digit, 0, 3))});
+  const int32_t rule = g_.new_rule("non-integer number");
+  g_.add_alt(rule, {R::ref(magnitude)});
+  g_.add_alt(rule, {g_.byte('-'), R::ref(magnitude)});
+  return R::ref(rule);
+}
+
 Symbol JsonGrammar::any_value() {
   if (value_ >= 0) return R::ref(value_);
   value_ = g_.new_rule("value");

@@ -47,6 +47,13 @@ class JsonGrammar {
   // Numbers within the bounds, written without an exponent (-?I(.F)?): every sentence is in
   // range, and numbers in exponent form are left out.
   Symbol number_range(std::optional<Bound> lo, std::optional<Bound> hi);
+  // Numbers written -?I(.F)? with at most `fraction_digits` digits in F whose value is a multiple
+  // of step / 10^fraction_digits (step > 0), I of at most `max_integer_digits` digits (<= 0: any
+  // number); exponent forms are left out.
+  Symbol multiple_of(uint64_t step, int fraction_digits, int max_integer_digits);
+  // Numbers that are not integers, written with few enough digits that a double keeps them so:
+  // a fraction with a non-zero digit, no exponent.
+  Symbol non_integer();
   // Exactly `value`: its members in the given order, whitespace allowed between tokens; a float
   // with an integral value may also be written as that integer.
   Symbol value(const OrderedJson& value);

@@ -17,15 +17,10 @@ const std::set<std::string, std::less<>> kAnnotations = {
 const std::set<std::string, std::less<>> kSupported = {
     "$ref", "allOf", "anyOf", "oneOf", "enum", "const", "type", "properties", "required",
     "additionalProperties", "items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems",
-    "minLength", "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"};
+    "minLength", "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+    "multipleOf", "not", "if", "then", "else", "dependencies", "dependentRequired", "minProperties", "maxProperties",
+    "contains", "patternProperties", "propertyNames"};
 const std::set<std::string> kAllTypes = {"null", "boolean", "object", "array", "string", "number"};
-
-bool only_annotations(const OrderedJson& schema, std::string_view except) {
-  for (const auto& [key, value] : schema.items()) {
-    if (key != except && !kAnnotations.count(key)) return false;
-  }
-  return true;
-}
 
 bool value_has_type(const OrderedJson& v, const std::string& type) {
   if (type == "null") return v.is_null();
@@ -73,6 +68,13 @@ std::string percent_decode(const std::string& s) {
 
 }  // namespace
 
+bool only_annotations(const OrderedJson& schema, std::string_view except) {
+  for (const auto& [key, value] : schema.items()) {
+    if (key != except && !kAnnotations.count(key)) return false;
+  }
+  return true;
+}
+
 std::string pointer_child(const std::string& pointer, const std::string& key) {
   std::string out = pointer + "/";
   for (const char c : key) out += c == '~' ? "~0" : c == '/' ? "~1" : std::string(1, c);
@@ -103,18 +105,65 @@ Result<Symbol> SchemaCompiler::compile_object_schema(const OrderedJson& schema, 
     }
     return compile_ref(ref->get<std::string>(), pointer, depth);
   }
+  if (schema.contains("if") || schema.contains("then") || schema.contains("else")) {
+    OG_ASSIGN_OR_RETURN(const OrderedJson plain, without_conditional(schema, pointer));
+    return compile(plain, pointer, depth + 1);
+  }
   if (schema.contains("allOf")) return compile_all_of(schema, pointer, depth);
   if (schema.contains("anyOf")) return compile_any_of(schema, "anyOf", pointer, depth);
   if (schema.contains("oneOf")) return compile_any_of(schema, "oneOf", pointer, depth);
   if (schema.contains("enum") || schema.contains("const")) return compile_enum(schema, pointer);
   OG_ASSIGN_OR_RETURN(std::set<std::string> types, types_of(schema, pointer));
   if (types.count("number")) types.erase("integer");
+  OG_RETURN_IF_ERROR(apply_not(schema, types, pointer));
   const int32_t rule = g_.new_rule("schema " + pointer);
   for (const std::string& type : types) {
     OG_ASSIGN_OR_RETURN(const Symbol s, compile_type(type, schema, pointer, depth));
     g_.add_alt(rule, {s});
   }
   return R::ref(rule);
+}
+
+// if/then/else is "(if and then) or (not if and else)": without a complement of the condition
+// only its trivial forms reduce. then/else without if, and if without either, change nothing; a
+// boolean condition picks its branch, which then applies as allOf.
+Result<OrderedJson> SchemaCompiler::without_conditional(const OrderedJson& schema, const std::string& pointer) const {
+  OrderedJson rest = schema;
+  for (const char* key : {"if", "then", "else"}) rest.erase(key);
+  auto condition = schema.find("if");
+  if (condition == schema.end() || (!schema.contains("then") && !schema.contains("else"))) return rest;
+  if (!condition->is_boolean()) {
+    return OG_ERROR("json schema: unsupported keyword \"if\" with \"then\"/\"else\" (only a true or false condition) at ",
+                    shown(pointer));
+  }
+  const char* branch = condition->get<bool>() ? "then" : "else";
+  if (!schema.contains(branch)) return rest;
+  return OrderedJson{{"allOf", OrderedJson::array({rest, schema[branch]})}};
+}
+
+// "not" of a boolean, of {} or of types only: the types it leaves. Not an integer leaves the
+// numbers with a non-zero fraction (kNonInteger).
+Status SchemaCompiler::apply_not(const OrderedJson& schema, std::set<std::string>& types, const std::string& pointer) const {
+  auto negated = schema.find("not");
+  if (negated == schema.end()) return Status::ok();
+  const std::string at = pointer + "/not";
+  std::set<std::string> excluded;
+  if (negated->is_boolean()) {
+    if (negated->get<bool>()) excluded = kAllTypes;
+  } else if (negated->is_object() && only_annotations(*negated, "type")) {
+    OG_ASSIGN_OR_RETURN(excluded, types_of(*negated, at));
+  } else {
+    return OG_ERROR("json schema: unsupported keyword \"not\" (only of types, {} or a boolean) at ", shown(at));
+  }
+  for (const std::string& t : excluded) {
+    if (t == "integer" && types.count("number") && !excluded.count("number")) {
+      types.erase("number");
+      types.insert(kNonInteger);
+    }
+    types.erase(t);
+    if (t == "number") types.erase("integer");
+  }
+  return Status::ok();
 }
 
 Result<std::set<std::string>> SchemaCompiler::types_of(const OrderedJson& schema, const std::string& pointer) const {
@@ -229,9 +278,9 @@ Result<OrderedJson> SchemaCompiler::merge(OrderedJson a, const OrderedJson& b, c
         else if ((t == "integer" && tb.count("number")) || (t == "number" && tb.count("integer"))) both.push_back("integer");
       }
       va = both;
-    } else if ((key == "minLength" || key == "minItems" || key == "minimum") && va.is_number() && vb.is_number()) {
+    } else if ((key == "minLength" || key == "minItems" || key == "minProperties" || key == "minimum") && va.is_number() && vb.is_number()) {
       va = std::max(va.get<double>(), vb.get<double>()) == va.get<double>() ? va : vb;
-    } else if ((key == "maxLength" || key == "maxItems" || key == "maximum") && va.is_number() && vb.is_number()) {
+    } else if ((key == "maxLength" || key == "maxItems" || key == "maxProperties" || key == "maximum") && va.is_number() && vb.is_number()) {
       va = std::min(va.get<double>(), vb.get<double>()) == va.get<double>() ? va : vb;
     } else {
       return OG_ERROR("json schema: unsupported keyword \"allOf\" (branches disagree on \"", key, "\") at ", shown(pointer));
@@ -258,6 +307,12 @@ Result<Symbol> SchemaCompiler::compile_all_of(const OrderedJson& schema, const s
       continue;
     }
     if (!branch->is_object()) return OG_ERROR("json schema: expected an object or a boolean at ", at);
+    // A branch's if/then/else stays within the branch (never meets another branch's then).
+    OrderedJson plain;
+    if (branch->contains("if") || branch->contains("then") || branch->contains("else")) {
+      OG_ASSIGN_OR_RETURN(plain, without_conditional(*branch, at));
+      branch = &plain;
+    }
     if (branch->contains("$ref")) return OG_ERROR("json schema: unsupported keyword \"$ref\" with siblings inside allOf at ", at);
     OG_ASSIGN_OR_RETURN(merged, merge(std::move(merged), *branch, at));
   }
@@ -339,6 +394,12 @@ Result<Symbol> SchemaCompiler::compile_any_of(const OrderedJson& schema, const c
   }
   OrderedJson rest = schema;
   rest.erase(keyword);
+  // oneOf over booleans only: exactly one true branch lets the rest through, any other count
+  // nothing (every instance matches all the true ones).
+  if (std::string_view(keyword) == "oneOf" && std::all_of(branches.begin(), branches.end(), [](const OrderedJson& b) { return b.is_boolean(); })) {
+    if (std::count(branches.begin(), branches.end(), OrderedJson(true)) != 1) return R::ref(g_.nothing("oneOf of booleans"));
+    return compile(rest, pointer, depth + 1);
+  }
   const bool has_rest = !only_annotations(rest, "");
   std::vector<OrderedJson> effective;
   for (size_t i = 0; i < branches.size(); ++i) {

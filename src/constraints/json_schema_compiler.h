@@ -10,6 +10,7 @@
 
 #include "constraints/json_grammar.h"
 #include "constraints/json_schema.h"
+#include "constraints/regex_compiler.h"
 
 namespace onnx_genai::constraints {
 
@@ -21,6 +22,24 @@ struct ObjectMembers {
   std::vector<bool> required;
   std::optional<Symbol> other;  // unset: additionalProperties false
   bool unsatisfiable = false;   // a required name no member may carry
+  // dependencies: per member, the members that must come with it; and those that may not come
+  // at all (a false dependency, or one needing a name no member may carry).
+  std::vector<std::vector<size_t>> needs;
+  std::vector<bool> forbidden;
+};
+
+// The instance type "number" less the integers, what {"not": {"type": "integer"}} leaves of it.
+inline constexpr const char* kNonInteger = "non-integer";
+
+// What an object schema says of keys beyond their declared schemas: patternProperties (each
+// pattern's schema applies to the keys it matches), propertyNames (regexes every key must
+// match, or no key at all) and additionalProperties (the value of a key nothing else covers).
+struct KeyRules {
+  std::vector<std::string> patterns;
+  std::vector<OrderedJson> pattern_schemas;
+  std::vector<std::pair<std::string, RegexOptions>> name_terms;
+  bool no_keys = false;
+  std::optional<Symbol> other_value;  // unset: additionalProperties false
 };
 
 class SchemaCompiler {
@@ -30,6 +49,10 @@ class SchemaCompiler {
   // Objects with at most this many declared properties accept them in any order (one grammar
   // state per subset of the properties present); larger ones take them in schema order.
   static constexpr size_t kMaxAnyOrderProperties = 6;
+  // An object's grammar states (members present times members counted for min/maxProperties).
+  static constexpr size_t kMaxObjectStates = size_t{1} << 14;
+  // patternProperties' keys are split by the set of patterns they match: 2^n key grammars.
+  static constexpr size_t kMaxKeyPatterns = 4;
 
   SchemaCompiler(const OrderedJson& root, SchemaDraft draft, bool compact) : root_(root), draft_(draft), json_(g_, compact) {}
 
@@ -44,6 +67,10 @@ class SchemaCompiler {
   Result<Symbol> compile_any_of(const OrderedJson& schema, const char* keyword, const std::string& pointer, int depth);
   Status check_one_of(const OrderedJson& branches, const OrderedJson& rest, const std::string& pointer) const;
   Result<Symbol> compile_enum(const OrderedJson& schema, const std::string& pointer);
+  // The schema with if/then/else reduced where no complement is needed, or an error.
+  Result<OrderedJson> without_conditional(const OrderedJson& schema, const std::string& pointer) const;
+  // `types` less what "not" excludes (a "not" of types or a boolean), or an error.
+  Status apply_not(const OrderedJson& schema, std::set<std::string>& types, const std::string& pointer) const;
   Result<std::set<std::string>> types_of(const OrderedJson& schema, const std::string& pointer) const;
   Result<const OrderedJson*> resolve(const std::string& ref, const std::string& pointer) const;
   Result<OrderedJson> merge(OrderedJson a, const OrderedJson& b, const std::string& pointer) const;
@@ -56,6 +83,19 @@ class SchemaCompiler {
   Result<Symbol> compile_array(const OrderedJson& schema, const std::string& pointer, int depth);
   Result<Symbol> compile_object(const OrderedJson& schema, const std::string& pointer, int depth);
   Result<ObjectMembers> object_members(const OrderedJson& schema, const std::string& pointer, int depth);
+  Result<KeyRules> key_rules(const OrderedJson& schema, const std::string& pointer, int depth);
+  // The value of a member named `name`: its declared schema (none when null) with the schemas of
+  // the patterns it matches; unset when no member may carry it.
+  Result<std::optional<Symbol>> member_value(const KeyRules& keys, const std::string& name, const OrderedJson* declared,
+                                             const std::string& pointer, int depth);
+  // dependencies / dependentRequired into m.needs and m.forbidden, adding the names they mention
+  // as members.
+  Status add_dependencies(const OrderedJson& schema, const std::string& pointer, int depth, const KeyRules& keys,
+                          ObjectMembers& m, std::vector<std::optional<Symbol>>& values);
+  // The members whose keys no declared name spells (patternProperties' and additional ones);
+  // unset when there are none.
+  Result<std::optional<Symbol>> other_members(const KeyRules& keys, const std::vector<std::string>& names,
+                                              const std::string& pointer, int depth);
   // A key outside `names`, as a string literal without escapes (so it cannot spell one of them).
   Symbol other_key(const std::vector<std::string>& names);
 
@@ -65,6 +105,15 @@ class SchemaCompiler {
   JsonGrammar json_;
   std::map<std::string, int32_t> refs_;  // $ref target -> its rule (recursion goes through these)
 };
+
+// Whether `schema` has no keyword but annotations (and `except`).
+bool only_annotations(const OrderedJson& schema, std::string_view except);
+
+// A non-negative integer keyword (minLength...), or -1 when absent.
+Result<int64_t> count_keyword(const OrderedJson& schema, const char* key, const std::string& pointer);
+
+// A regex matching min..max characters (either bound -1: open); '.' must match every character.
+std::string length_regex(int64_t min, int64_t max);
 
 // A pointer as errors show it: the root, "", as "/".
 inline std::string shown(const std::string& pointer) { return pointer.empty() ? "/" : pointer; }

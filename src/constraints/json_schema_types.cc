@@ -3,9 +3,11 @@
 // additionalProperties).
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include "constraints/json_schema_compiler.h"
 #include "constraints/regex_compiler.h"
+#include "constraints/regular_product.h"
 
 namespace onnx_genai::constraints {
 namespace {
@@ -35,7 +37,65 @@ const char* format_regex(const std::string& format) {
   return nullptr;
 }
 
-// A non-negative integer keyword (minLength...), or -1 when absent.
+
+// multipleOf as step / 10^fraction_digits with both integers, read from the shortest decimal
+// that gives back the schema's double (what its text most likely spelled).
+struct DecimalStep {
+  uint64_t step = 1;
+  int fraction_digits = 0;
+  // Digits allowed before the point: a float multipleOf is applied by validators in floating
+  // point, exact only while the multiples stay well inside a double's 53 bits.
+  int max_integer_digits = 0;
+};
+
+// Grammar states a multipleOf may take: its remainders times the fraction digits it tracks.
+constexpr uint64_t kMaxMultipleStates = 20000;
+
+Result<DecimalStep> decimal_step(const OrderedJson& value, const std::string& pointer) {
+  if (!value.is_number() || !(value.get<double>() > 0)) {
+    return OG_ERROR("json schema: \"multipleOf\" must be a number above 0 at ", shown(pointer));
+  }
+  const std::string text = value.dump();
+  const size_t e = text.find_first_of("eE");
+  const std::string mantissa = text.substr(0, e);
+  int fraction_digits = e == std::string::npos ? 0 : -std::stoi(text.substr(e + 1));
+  std::string digits;
+  if (const size_t dot = mantissa.find('.'); dot != std::string::npos) {
+    fraction_digits += static_cast<int>(mantissa.size() - dot - 1);
+    digits = mantissa.substr(0, dot) + mantissa.substr(dot + 1);
+  } else {
+    digits = mantissa;
+  }
+  digits.erase(0, std::min(digits.find_first_not_of('0'), digits.size()));
+  while (fraction_digits > 0 && digits.size() > 1 && digits.back() == '0') digits.pop_back(), --fraction_digits;
+  for (; fraction_digits < 0; ++fraction_digits) digits += '0';
+  const auto too_large = [&] {
+    return OG_ERROR("json schema: unsupported keyword \"multipleOf\" ", text, " (more than ", kMaxMultipleStates,
+                    " grammar states) at ", shown(pointer));
+  };
+  if (digits.empty() || digits.size() > 9 || fraction_digits > 9) return too_large();
+  DecimalStep out{std::stoull(digits), fraction_digits, value.is_number_float() ? 12 : 0};
+  // Validators divide by a float step in floating point: for a step that is no binary fraction
+  // (0.1) they disagree with exact decimal multiples (0.3 / 0.1 != 3), so such steps are refused.
+  uint64_t denominator = 1;
+  for (int k = 0; k < out.fraction_digits; ++k) denominator *= 10;
+  denominator /= std::gcd(out.step, denominator);
+  if ((denominator & (denominator - 1)) != 0) {
+    return OG_ERROR("json schema: unsupported keyword \"multipleOf\" ", text,
+                    " (not a binary fraction: floating-point validators disagree on its multiples) at ", shown(pointer));
+  }
+  const uint64_t states = out.step * static_cast<uint64_t>(out.fraction_digits + 1 + std::max(out.max_integer_digits, 1));
+  if (states > kMaxMultipleStates) return too_large();
+  return out;
+}
+
+bool has_number_bounds(const OrderedJson& schema) {
+  return schema.contains("minimum") || schema.contains("maximum") || schema.contains("exclusiveMinimum") ||
+         schema.contains("exclusiveMaximum");
+}
+
+}  // namespace
+
 Result<int64_t> count_keyword(const OrderedJson& schema, const char* key, const std::string& pointer) {
   auto it = schema.find(key);
   if (it == schema.end()) return int64_t{-1};
@@ -49,13 +109,22 @@ Result<int64_t> count_keyword(const OrderedJson& schema, const char* key, const 
   return static_cast<int64_t>(value);
 }
 
-}  // namespace
+std::string length_regex(int64_t min, int64_t max) {
+  return ".{" + std::to_string(std::max<int64_t>(min, 0)) + "," + (max >= 0 ? std::to_string(max) : "") + "}";
+}
 
 Result<Symbol> SchemaCompiler::compile_type(const std::string& type, const OrderedJson& schema, const std::string& pointer,
                                             int depth) {
   if (type == "null") return R::ref(g_.literal("null"));
   if (type == "boolean") return R::ref(g_.choice("boolean", {R::ref(g_.literal("true")), R::ref(g_.literal("false"))}));
   if (type == "number") return compile_number(schema, pointer);
+  if (type == kNonInteger) {
+    if (has_number_bounds(schema) || schema.contains("multipleOf")) {
+      return OG_ERROR("json schema: unsupported keyword \"not\" {\"type\": \"integer\"} next to number bounds or multipleOf at ",
+                      shown(pointer));
+    }
+    return json_.non_integer();
+  }
   if (type == "integer") return compile_integer(schema, pointer);
   if (type == "string") return compile_string(schema, pointer);
   if (type == "array") return compile_array(schema, pointer, depth);
@@ -80,10 +149,18 @@ Result<Symbol> SchemaCompiler::compile_string(const OrderedJson& schema, const s
     if (regex == nullptr) return OG_ERROR("json schema: unsupported keyword \"format\" \"", format, "\" at ", shown(pointer));
   }
   if (regex == nullptr) return json_.string(std::max<int64_t>(min, 0), max);
-  // A regex and a length would need the intersection of two languages.
-  if (lengths) return OG_ERROR("json schema: unsupported keyword \"minLength\"/\"maxLength\" next to pattern/format at ", shown(pointer));
   const RegexOptions options{TextEncoding::kJsonString, /*search=*/!pattern.empty()};
-  Result<int32_t> body = add_regex(g_, regex, options);
+  Result<int32_t> body = Status::ok();
+  if (lengths) {  // the intersection of the regex's language and the length's
+    RegularProduct both;
+    RegexOptions any_character{TextEncoding::kJsonString};
+    any_character.dot_all = true;
+    Status added = both.add(regex, options);
+    if (added.is_ok()) added = both.add(length_regex(min, max), any_character);
+    body = added.is_ok() ? both.build(g_, "pattern with length") : Result<int32_t>(added);
+  } else {
+    body = add_regex(g_, regex, options);
+  }
   if (!body) return body.status().with_context("json schema: \"pattern\" at " + shown(pointer));
   const int32_t rule = g_.new_rule("pattern string");
   g_.add_alt(rule, {g_.byte('"'), R::ref(*body), g_.byte('"')});
@@ -91,6 +168,11 @@ Result<Symbol> SchemaCompiler::compile_string(const OrderedJson& schema, const s
 }
 
 Result<Symbol> SchemaCompiler::compile_number(const OrderedJson& schema, const std::string& pointer) {
+  if (auto it = schema.find("multipleOf"); it != schema.end()) {
+    if (has_number_bounds(schema)) return OG_ERROR("json schema: unsupported keyword \"multipleOf\" next to number bounds at ", shown(pointer));
+    OG_ASSIGN_OR_RETURN(const DecimalStep m, decimal_step(*it, pointer));
+    return json_.multiple_of(m.step, m.fraction_digits, m.max_integer_digits);
+  }
   // Bounds at integer values only: a decimal bound (1.1) would need digit-by-digit fraction
   // comparisons, and is refused. The tighter bound wins; at equal values the exclusive one.
   std::optional<JsonGrammar::Bound> lo, hi;
@@ -116,6 +198,15 @@ Result<Symbol> SchemaCompiler::compile_number(const OrderedJson& schema, const s
 }
 
 Result<Symbol> SchemaCompiler::compile_integer(const OrderedJson& schema, const std::string& pointer) {
+  if (auto it = schema.find("multipleOf"); it != schema.end()) {
+    if (has_number_bounds(schema)) return OG_ERROR("json schema: unsupported keyword \"multipleOf\" next to integer bounds at ", shown(pointer));
+    OG_ASSIGN_OR_RETURN(const DecimalStep m, decimal_step(*it, pointer));
+    // An integer x is a multiple of step / 10^f when x * 10^f is one of step, that is when x is
+    // one of step / gcd(step, 10^f).
+    uint64_t step = m.step;
+    for (int k = 0; k < m.fraction_digits; ++k) step /= std::gcd(step, uint64_t{10});
+    return json_.multiple_of(step, 0, m.max_integer_digits);
+  }
   std::optional<int64_t> lo, hi;
   // Integer bounds from number bounds: x >= 1.5 is x >= 2; x > 2 is x >= 3.
   for (const char* key : {"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"}) {
@@ -171,25 +262,51 @@ Result<Symbol> SchemaCompiler::compile_array(const OrderedJson& schema, const st
   } else if (*rest != false) {
     OG_ASSIGN_OR_RETURN(more, compile(*rest, pointer + "/" + rest_key, depth + 1));
   }
-  // after[i]: i items written; "]" once at least min, another item while under max. Past the
-  // prefix and min, an unbounded array loops on its last state (at least 1: it writes the comma).
+  // contains: each item also has a variant matching it (the item's schema and contains'), and
+  // the states come in two layers, before and after one such item was written.
+  std::vector<Symbol> matching;
+  std::optional<Symbol> more_matching;
+  if (auto contains = schema.find("contains"); contains != schema.end()) {
+    const auto both = [&](const OrderedJson* item, const std::string& at) {
+      return compile(item ? OrderedJson{{"allOf", OrderedJson::array({*item, *contains})}} : *contains, at, depth + 1);
+    };
+    for (size_t i = 0; i < items.size(); ++i) {
+      OG_ASSIGN_OR_RETURN(const Symbol s, both(&(*prefix)[i], pointer + "/" + prefix_key + "/" + std::to_string(i)));
+      matching.push_back(s);
+    }
+    if (more) {
+      OG_ASSIGN_OR_RETURN(more_matching, both(rest, pointer + "/contains"));
+    }
+  }
+  const bool counts_contains = schema.contains("contains");
+  // after[layer][i]: i items written; "]" once at least min (and past a contained item), another
+  // item while under max. Past the prefix and min, an unbounded array loops on its last state
+  // (at least 1: it writes the comma).
   const int64_t last = max >= 0 ? max : std::max<int64_t>({static_cast<int64_t>(items.size()), min, 1});
-  std::vector<int32_t> after;
-  for (int64_t i = 0; i <= last; ++i) after.push_back(g_.new_rule("items " + pointer));
-  for (int64_t i = 0; i <= last; ++i) {
-    const int32_t rule = after[static_cast<size_t>(i)];
-    if (i >= min) g_.add_alt(rule, {g_.byte(']')});
-    const bool in_prefix = i < static_cast<int64_t>(items.size());
-    if ((max >= 0 && i >= max) || (!in_prefix && !more)) continue;
-    const Symbol item = in_prefix ? items[static_cast<size_t>(i)] : *more;
-    const int32_t next = after[static_cast<size_t>(i == last ? i : i + 1)];
-    std::vector<Symbol> seq;
-    if (i > 0) seq = {g_.byte(','), json_.ws()};
-    seq.insert(seq.end(), {item, json_.ws(), R::ref(next)});
-    g_.add_alt(rule, std::move(seq));
+  const size_t layers = counts_contains ? 2 : 1;
+  std::vector<std::vector<int32_t>> after(layers);
+  for (auto& layer : after) {
+    for (int64_t i = 0; i <= last; ++i) layer.push_back(g_.new_rule("items " + pointer));
+  }
+  for (size_t layer = 0; layer < layers; ++layer) {
+    for (int64_t i = 0; i <= last; ++i) {
+      const int32_t rule = after[layer][static_cast<size_t>(i)];
+      if (i >= min && layer + 1 == layers) g_.add_alt(rule, {g_.byte(']')});
+      const bool in_prefix = i < static_cast<int64_t>(items.size());
+      if ((max >= 0 && i >= max) || (!in_prefix && !more)) continue;
+      const auto next = static_cast<size_t>(i == last ? i : i + 1);
+      const auto add_item = [&](Symbol item, size_t to_layer) {
+        std::vector<Symbol> seq;
+        if (i > 0) seq = {g_.byte(','), json_.ws()};
+        seq.insert(seq.end(), {item, json_.ws(), R::ref(after[to_layer][next])});
+        g_.add_alt(rule, std::move(seq));
+      };
+      add_item(in_prefix ? items[static_cast<size_t>(i)] : *more, layer);
+      if (layer == 0 && counts_contains) add_item(in_prefix ? matching[static_cast<size_t>(i)] : *more_matching, 1);
+    }
   }
   const int32_t array = g_.new_rule("array " + pointer);
-  g_.add_alt(array, {g_.byte('['), json_.ws(), R::ref(after[0])});
+  g_.add_alt(array, {g_.byte('['), json_.ws(), R::ref(after[0][0])});
   return R::ref(array);
 }
 

@@ -159,11 +159,46 @@ TEST(Matcher, NothingIsForcedWhereATerminalMayEndOrGoOn) {
   EXPECT_EQ(forced_after(named, "ok"), "");
 }
 
+// Where two regular conditions meet on one string, the language is their intersection (and a
+// difference for keys a pattern or a declared name does not take): checked on texts at each edge.
+TEST(Matcher, RegularConditionsOnOneStringIntersect) {
+  const TestVocabulary& v = test_vocabulary("qwen3");
+  const auto check = [&](const std::string& schema, const std::vector<std::string>& in, const std::vector<std::string>& out) {
+    auto compiled = compile(v, ConstraintKind::kJsonSchema, schema);
+    ASSERT_TRUE(compiled) << schema;
+    for (const std::string& text : in) EXPECT_TRUE(accepts_bytes(compiled, text)) << schema << " " << text;
+    for (const std::string& text : out) EXPECT_FALSE(accepts_bytes(compiled, text)) << schema << " " << text;
+  };
+  check(R"({"type":"string","pattern":"^[a-z]+$","minLength":2,"maxLength":3})", {R"("ab")", R"("abc")"},
+        {R"("a")", R"("abcd")", R"("aB")", R"("")"});
+  check(R"({"type":"string","format":"date","maxLength":10})", {R"("2024-02-29")"}, {R"("2023-02-29")"});
+  // "id" is declared (integer); "x-..." keys are strings of at most 3 characters; "x-id" matches
+  // the pattern and is declared, so it takes both schemas; other keys are booleans.
+  check(R"({"type":"object","properties":{"id":{"type":"integer"},"x-id":{"type":"string"}},)"
+        R"("patternProperties":{"^x-":{"type":"string","maxLength":3}},"additionalProperties":{"type":"boolean"}})",
+        {R"({"id":1,"x-a":"abc","y":true,"x-id":"ab"})", R"({"xa":false})"},
+        {R"({"id":true})", R"({"x-a":"abcd"})", R"({"x-a":true})", R"({"x-id":"abcd"})", R"({"y":1})"});
+  check(R"({"type":"object","propertyNames":{"pattern":"^[a-z]+$","maxLength":2},"minProperties":1,"maxProperties":2})",
+        {R"({"ab":1})", R"({"a":1,"b":[]})"}, {R"({})", R"({"abc":1})", R"({"A":1})", R"({"a":1,"b":2,"c":3})"});
+  check(R"({"type":"object","properties":{"card":{},"address":{}},"dependencies":{"card":["address"]},"additionalProperties":false})",
+        {R"({"card":1,"address":2})", R"({"address":2})", R"({})"}, {R"({"card":1})"});
+  check(R"({"type":"array","items":{"type":"integer"},"contains":{"const":7},"maxItems":2})", {"[7]", "[1,7]", "[7,7]"},
+        {"[]", "[1]", "[1,2]", "[1,2,7]"});
+  check(R"({"type":"number","multipleOf":1.5})", {"0", "4.5", "-3", "1.5"}, {"1", "4.4", "1.55", "1e3"});
+  check(R"({"not":{"type":"integer"}})", {R"("a")", "1.5", "-0.25", "null"}, {"1", "1.0", "-20"});
+}
+
 TEST(Matcher, RefusedSchemasNameTheKeywordAndWhere) {
   const TestVocabulary& v = test_vocabulary("qwen3");
   for (const auto& [schema, message] : std::vector<std::pair<std::string, std::string>>{
-           {R"({"properties":{"a":{"not":{"type":"string"}}}})", R"(unsupported keyword "not" at /properties/a)"},
-           {R"({"type":"array","items":{"patternProperties":{}}})", R"(unsupported keyword "patternProperties" at /items)"},
+           {R"({"properties":{"a":{"not":{"type":"string","minLength":2}}}})", R"(unsupported keyword "not" (only of types, {} or a boolean) at /properties/a/not)"},
+           {R"({"type":"array","items":{"uniqueItems":true}})", R"(unsupported keyword "uniqueItems" at /items)"},
+           {R"({"multipleOf":0.1})", R"(unsupported keyword "multipleOf" 0.1 (not a binary fraction)"},
+           {R"({"type":"integer","minimum":0,"multipleOf":2})", R"(unsupported keyword "multipleOf" next to integer bounds at /)"},
+           {R"({"if":{"type":"string"},"then":{"minLength":1}})", R"(unsupported keyword "if" with "then"/"else")"},
+           {R"({"dependencies":{"a":{"properties":{}}}})", R"(unsupported keyword "dependencies" with a schema (only lists of names) at /dependencies/a)"},
+           {R"({"propertyNames":{"enum":["a"]}})", R"(unsupported keyword "enum" in propertyNames)"},
+           {R"({"patternProperties":{"a":{},"b":{},"c":{},"d":{},"e":{}}})", R"(unsupported keyword "patternProperties" with more than 4 patterns)"},
            {R"({"type":"number","minimum":0.5})", R"(unsupported keyword "minimum" with a non-integer bound on numbers at /)"},
            {R"({"$ref":"http://example.com/s.json"})", R"(unsupported keyword "$ref")"},
            {R"({"type":"string","format":"hostname"})", R"(unsupported keyword "format" "hostname")"},
