@@ -2,6 +2,7 @@
 #include "runtime/tensor_parallel_pass.h"
 
 #include <algorithm>
+#include <array>
 #include <memory>
 #include <optional>
 #include <set>
@@ -59,7 +60,6 @@ std::unique_ptr<Node> collective(const Value& after, const char* op_type) {
   return node;
 }
 
-// Float16 activations are refused when the session looks up AllReduce's kernel (float32 only).
 void add_all_reduce(Graph& graph, Node& producer) {
   Value* sum = producer.outputs[0];
   take_over_output(graph, producer, collective(*sum, CollectiveOps::kAllReduce))->dims = sum->dims;
@@ -113,38 +113,155 @@ void shrink_kv_dims(Value* v, int64_t kv_heads) {
   if (v != nullptr && v->dims && v->dims->size() == 4) (*v->dims)[1] = Dim{.value = kv_heads};
 }
 
-Status shard_qkv(Graph& graph, Node& gqa, int64_t heads, int64_t kv_heads, const Rank& r) {
-  const bool packed = gqa.input(G::kKey) == nullptr && gqa.input(G::kValue) == nullptr;
-  OG_ASSIGN_OR_RETURN(ColumnSource q, column_source(graph, gqa.inputs[G::kQuery], gqa));
-  const int64_t q_width = projection_outputs(*q.projection);
-  const int64_t head_size = q_width / (packed ? heads + 2 * kv_heads : heads);
-  if (head_size <= 0 || q_width % (packed ? heads + 2 * kv_heads : heads) != 0) {
-    return OG_ERROR(gqa.describe(), ": its query projection's width ", q_width, " is not a whole number of heads");
-  }
+// This rank's columns of q, k and v heads packed side by side in one projection's output.
+IndexRanges packed_qkv_columns(int64_t heads, int64_t kv_heads, int64_t head_size, const Rank& r) {
   const auto [h0, h1] = r.share(heads);
   const auto [k0, k1] = r.share(kv_heads);
-  const IndexRanges q_cols{{h0 * head_size, h1 * head_size}};
-  const IndexRanges kv_cols{{k0 * head_size, k1 * head_size}};
-  if (packed) {
-    const int64_t k_base = heads * head_size, v_base = (heads + kv_heads) * head_size;
-    return keep_columns(graph, q, {q_cols[0], {k_base + kv_cols[0].first, k_base + kv_cols[0].second},
-                                  {v_base + kv_cols[0].first, v_base + kv_cols[0].second}});
+  const int64_t k_base = heads * head_size, v_base = (heads + kv_heads) * head_size;
+  return {{h0 * head_size, h1 * head_size}, {k_base + k0 * head_size, k_base + k1 * head_size},
+          {v_base + k0 * head_size, v_base + k1 * head_size}};
+}
+
+// A 1-D int64 constant, or null.
+const Tensor* int64_constant(const Value* v) {
+  return v != nullptr && v->is_constant() && v->initializer.dtype() == DType::kI64 && v->initializer.rank() == 1
+             ? &v->initializer
+             : nullptr;
+}
+
+// Per-head steps between a projection and attention, which a rank's heads pass through as they
+// are: com.microsoft RotaryEmbedding (models with position_ids) and Qwen3's q / k norms,
+// Reshape(x, [.., -1, head_size]) -> SimplifiedLayerNormalization or RMSNormalization over
+// head_size -> Reshape(.., [.., width]). Only a rotary's num_heads (when set) and the norm's last
+// Reshape width shrink.
+struct PerHeadPath {
+  Value* source = nullptr;     // what the projection gives
+  std::vector<Node*> rotaries;
+  Node* widen = nullptr;       // the Reshape closing a head norm, if any
+};
+
+PerHeadPath per_head_path(const Graph& graph, Value* v) {
+  const auto single_reader = [&](const Value* x) { return x != nullptr && x->consumers.size() == 1 && !graph.is_output(x); };
+  const auto is_onnx = [](const Node* n, const char* op) { return n != nullptr && n->op_type == op && n->domain.empty(); };
+  PerHeadPath path{v};
+  for (Node* n = v->producer; n != nullptr; n = path.source->producer) {
+    if (n->op_type == "RotaryEmbedding" && n->domain == "com.microsoft" && single_reader(n->inputs[0])) {
+      path.rotaries.push_back(n);
+      path.source = n->inputs[0];
+      continue;
+    }
+    if (path.widen != nullptr || !is_onnx(n, "Reshape") || !int64_constant(n->inputs[1]) || !single_reader(n->inputs[0])) break;
+    Node* norm = n->inputs[0]->producer;
+    if (!(is_onnx(norm, "SimplifiedLayerNormalization") || is_onnx(norm, "RMSNormalization")) || norm->outputs.size() != 1 ||
+        !single_reader(norm->inputs[0])) {
+      break;
+    }
+    Node* split_heads = norm->inputs[0]->producer;
+    if (!is_onnx(split_heads, "Reshape") || !single_reader(split_heads->inputs[0])) break;
+    path.widen = n;
+    path.source = split_heads->inputs[0];
   }
+  return path;
+}
+
+// The Reshape closing a head norm: its target width (the last entry, the others 0 or -1) becomes
+// this rank's share; so does a rotary's head count where it names one.
+Status shrink_per_head_path(Graph& graph, const PerHeadPath& path, int64_t width, const Rank& r) {
+  for (Node* rotary : path.rotaries) {
+    const int64_t heads = rotary->attrs.get_int("num_heads", 0);
+    if (heads != 0) rotary->attrs.set("num_heads", int_attribute(heads / r.world));
+  }
+  if (path.widen == nullptr) return Status::ok();
+  Node& widen = *path.widen;
+  Value* old = widen.inputs[1];
+  const Tensor& shape = *int64_constant(old);
+  std::vector<int64_t> dims(shape.data<int64_t>(), shape.data<int64_t>() + shape.numel());
+  if (dims.empty() || dims.back() != width || std::any_of(dims.begin(), dims.end() - 1, [](int64_t d) { return d > 0; })) {
+    return OG_ERROR(widen.describe(), ": reshapes the heads to a shape other than [.., ", width, "]");
+  }
+  dims.back() = width / r.world;
+  const auto n = static_cast<int64_t>(dims.size());
+  set_input(&widen, 1, add_constant(graph, old->name + "/shard", Tensor::from_vector<int64_t>(Shape{n}, std::move(dims))));
+  release_unread(graph, {old});
+  return Status::ok();
+}
+
+// q/k/v packed in one projection, then Split(packed, [q, kv, kv]) into the attention's three
+// inputs: the projection keeps this rank's columns of each part and the split sizes shrink.
+Status shard_split_qkv(Graph& graph, Node& split, Node& gqa, const std::array<Value*, 3>& parts, int64_t heads,
+                       int64_t kv_heads, const Rank& r) {
+  const Tensor* sizes = split.inputs.size() == 2 ? int64_constant(split.inputs[1]) : nullptr;
+  if (split.op_type != "Split" || !split.domain.empty() || sizes == nullptr || sizes->numel() != 3 ||
+      split.outputs.size() != 3 || parts[0] != split.outputs[0] || parts[1] != split.outputs[1] || parts[2] != split.outputs[2]) {
+    return OG_ERROR(gqa.describe(), ": its query, key and value come from ", split.describe(),
+                    ", which is not a Split of one projection into them with constant sizes");
+  }
+  const int64_t q_width = sizes->data<int64_t>()[0], kv_width = sizes->data<int64_t>()[1];
+  const int64_t head_size = q_width / heads;
+  if (q_width % heads != 0 || kv_width != kv_heads * head_size || sizes->data<int64_t>()[2] != kv_width) {
+    return OG_ERROR(split.describe(), ": sizes are not whole query and key/value heads");
+  }
+  OG_ASSIGN_OR_RETURN(ColumnSource packed, column_source(graph, split.inputs[0], split));
+  OG_RETURN_IF_ERROR(keep_columns(graph, packed, packed_qkv_columns(heads, kv_heads, head_size, r)));
+  Value* old = split.inputs[1];
+  set_input(&split, 1, add_constant(graph, old->name + "/shard",
+                                    Tensor::from_vector<int64_t>(Shape{3}, {q_width / r.world, kv_width / r.world, kv_width / r.world})));
+  release_unread(graph, {old});
+  return Status::ok();
+}
+
+
+// Query, key and value as three inputs: each its own projection, or three parts of one Split;
+// the query and key possibly through per-head steps (rotary, norms).
+Status shard_separate_qkv(Graph& graph, Node& gqa, int64_t heads, int64_t kv_heads, const Rank& r) {
   if (gqa.input(G::kKey) == nullptr || gqa.input(G::kValue) == nullptr) {
     return OG_ERROR(gqa.describe(), ": has only one of key and value");
   }
-  OG_ASSIGN_OR_RETURN(ColumnSource k, column_source(graph, gqa.inputs[G::kKey], gqa));
-  OG_ASSIGN_OR_RETURN(ColumnSource v, column_source(graph, gqa.inputs[G::kValue], gqa));
-  OG_RETURN_IF_ERROR(keep_columns(graph, q, q_cols));
-  OG_RETURN_IF_ERROR(keep_columns(graph, k, kv_cols));
-  return keep_columns(graph, v, kv_cols);
+  const PerHeadPath q_path = per_head_path(graph, gqa.inputs[G::kQuery]), k_path = per_head_path(graph, gqa.inputs[G::kKey]);
+  Value* q_in = q_path.source;
+  Value* k_in = k_path.source;
+  Value* v_in = gqa.inputs[G::kValue];
+  Node* split = q_in->producer;
+  int64_t head_size = 0;
+  if (split != nullptr && split->op_type == "Split" && k_in->producer == split && v_in->producer == split) {
+    OG_RETURN_IF_ERROR(shard_split_qkv(graph, *split, gqa, {q_in, k_in, v_in}, heads, kv_heads, r));
+    head_size = int64_constant(split->inputs[1])->data<int64_t>()[0] * r.world / heads;
+  } else {
+    OG_ASSIGN_OR_RETURN(ColumnSource q, column_source(graph, q_in, gqa));
+    OG_ASSIGN_OR_RETURN(ColumnSource k, column_source(graph, k_in, gqa));
+    OG_ASSIGN_OR_RETURN(ColumnSource v, column_source(graph, v_in, gqa));
+    const int64_t q_width = projection_outputs(*q.projection);
+    head_size = q_width / heads;
+    if (head_size <= 0 || q_width % heads != 0) {
+      return OG_ERROR(gqa.describe(), ": its query projection's width ", q_width, " is not a whole number of heads");
+    }
+    const auto [h0, h1] = r.share(heads);
+    const auto [k0, k1] = r.share(kv_heads);
+    OG_RETURN_IF_ERROR(keep_columns(graph, q, {{h0 * head_size, h1 * head_size}}));
+    OG_RETURN_IF_ERROR(keep_columns(graph, k, {{k0 * head_size, k1 * head_size}}));
+    OG_RETURN_IF_ERROR(keep_columns(graph, v, {{k0 * head_size, k1 * head_size}}));
+  }
+  OG_RETURN_IF_ERROR(shrink_per_head_path(graph, q_path, heads * head_size, r));
+  return shrink_per_head_path(graph, k_path, kv_heads * head_size, r);
+}
+
+Status shard_qkv(Graph& graph, Node& gqa, int64_t heads, int64_t kv_heads, const Rank& r) {
+  if (gqa.input(G::kKey) != nullptr || gqa.input(G::kValue) != nullptr) return shard_separate_qkv(graph, gqa, heads, kv_heads, r);
+  // Packed: one projection gives the query, key and value heads side by side.
+  OG_ASSIGN_OR_RETURN(ColumnSource qkv, column_source(graph, gqa.inputs[G::kQuery], gqa));
+  const int64_t width = projection_outputs(*qkv.projection);
+  const int64_t head_size = width / (heads + 2 * kv_heads);
+  if (head_size <= 0 || width % (heads + 2 * kv_heads) != 0) {
+    return OG_ERROR(gqa.describe(), ": its query projection's width ", width, " is not a whole number of heads");
+  }
+  return keep_columns(graph, qkv, packed_qkv_columns(heads, kv_heads, head_size, r));
 }
 
 Status shard_attention(Graph& graph, Node& gqa, const Rank& r) {
-  for (int slot : {G::kPositionIds, G::kAttentionBias, G::kHeadSink}) {
+  // position_ids hold one position per token, the same for every head: every rank reads them.
+  for (int slot : {G::kAttentionBias, G::kHeadSink}) {
     if (gqa.input(static_cast<size_t>(slot)) != nullptr) {
-      return OG_ERROR(gqa.describe(), ": takes position_ids, attention_bias or head_sink, which the tensor-parallel "
-                                      "pass does not split");
+      return OG_ERROR(gqa.describe(), ": takes attention_bias or head_sink, which the tensor-parallel pass does not split");
     }
   }
   const int64_t heads = gqa.attrs.get_int("num_heads", 0), kv_heads = gqa.attrs.get_int("kv_num_heads", 0);

@@ -3,9 +3,13 @@
 //
 //   attention   per com.microsoft GroupQueryAttention: query heads [r H/N, (r+1) H/N) and KV heads
 //               [r KV/N, (r+1) KV/N), whole GQA groups (KV % N == 0); the q/k/v projections keep
-//               those heads' output columns (one packed q|k|v projection or three; a constant
-//               bias Add after them is cut alike), num_heads / kv_num_heads shrink, and so do the
-//               past/present KV dims: each rank caches only its KV heads.
+//               those heads' output columns (one packed q|k|v projection, three, or one split
+//               into three by a Split whose sizes shrink; a constant bias Add after them is cut
+//               alike; per-head steps between, com.microsoft RotaryEmbedding and Qwen3's q/k
+//               norms (Reshape -> (Simplified)RMS norm -> Reshape), pass the rank's heads through,
+//               a rotary's num_heads and the last Reshape's width shrinking),
+//               num_heads / kv_num_heads shrink, and so do the past/present KV dims: each rank
+//               caches only its KV heads.
 //               The o-projection keeps the matching input rows and is followed by an AllReduce.
 //   MLP         a projection whose input is computed elementwise (Mul, Sigmoid, Gelu, ...) from
 //               projections of one activation (gate/up) is a down-projection: gate/up keep
@@ -19,8 +23,8 @@
 // Everything else (norms, residual adds, the mask's length plumbing) is computed by every rank on
 // replicated values. Projections are MatMul with a constant 2-D weight (any float dtype) or
 // com.microsoft MatMulNBits (4/8-bit): a K split (o/down) must fall on quantization blocks. The
-// collectives (ops/schema/collective.h) run through the session's communicator; they sum
-// float32, so the activations must be float32 (a float16 model is refused by name).
+// collectives (ops/schema/collective.h) run through the session's communicator; an AllReduce
+// of float16 / bfloat16 activations sums them in float32 and rounds once.
 //
 // A graph the pass does not recognise is refused with one error naming the node; N = 1 leaves
 // the graph as it is.

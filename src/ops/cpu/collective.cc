@@ -21,6 +21,9 @@ class AllReduceKernel final : public OpKernel {
  public:
   Status prepare(PrepareContext& ctx) override {
     OG_ASSIGN_OR_RETURN(comm_, bound_communicator(ctx));
+    dtype_ = ctx.input(0).dtype;
+    // 16-bit floats are summed in float32 (in the workspace) and rounded once at the end.
+    if (dtype_ != DType::kF32) ctx.workspace_bytes = sizeof(float) * static_cast<size_t>(ctx.input(0).shape.numel());
     return Status::ok();
   }
 
@@ -28,12 +31,28 @@ class AllReduceKernel final : public OpKernel {
   Status run(const KernelContext& ctx) const override {
     const KernelTensor& x = ctx.input(0);
     const KernelTensor& y = ctx.output(0);
-    if (x.data != y.data) std::memcpy(y.data, x.data, sizeof(float) * static_cast<size_t>(x.numel()));
-    return comm_->all_reduce_sum(y.ptr<float>(), y.numel());
+    if (dtype_ == DType::kF32) {
+      if (x.data != y.data) std::memcpy(y.data, x.data, sizeof(float) * static_cast<size_t>(x.numel()));
+      return comm_->all_reduce_sum(y.ptr<float>(), y.numel());
+    }
+    return dtype_ == DType::kF16 ? reduce_wide<Float16>(x, y, static_cast<float*>(ctx.workspace))
+                                 : reduce_wide<BFloat16>(x, y, static_cast<float*>(ctx.workspace));
   }
 
  private:
+  template <typename T>
+  Status reduce_wide(const KernelTensor& x, const KernelTensor& y, float* sum) const {
+    const int64_t n = x.numel();
+    const T* in = x.ptr<T>();
+    for (int64_t i = 0; i < n; ++i) sum[i] = static_cast<float>(in[i]);
+    OG_RETURN_IF_ERROR(comm_->all_reduce_sum(sum, n));
+    T* out = y.ptr<T>();
+    for (int64_t i = 0; i < n; ++i) out[i] = T(sum[i]);
+    return Status::ok();
+  }
+
   Communicator* comm_ = nullptr;
+  DType dtype_ = DType::kF32;
 };
 
 class AllGatherKernel final : public OpKernel {
@@ -64,7 +83,7 @@ class AllGatherKernel final : public OpKernel {
 
 void register_collective_cpu_kernels(OpRegistry& registry) {
   registry.add_kernel(KernelDef{.domain = CollectiveOps::kDomain, .op_type = CollectiveOps::kAllReduce,
-                                .device = DeviceType::kCpu, .dtypes = {DType::kF32},
+                                .device = DeviceType::kCpu, .dtypes = {DType::kF32, DType::kF16, DType::kBF16},
                                 .create = [](const Node&) { return std::make_unique<AllReduceKernel>(); }});
   registry.add_kernel(KernelDef{.domain = CollectiveOps::kDomain, .op_type = CollectiveOps::kAllGather,
                                 .device = DeviceType::kCpu,

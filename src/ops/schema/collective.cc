@@ -8,7 +8,10 @@ namespace {
 
 Status infer_all_reduce(InferContext& ctx) {
   if (ctx.num_inputs() != 1 || !ctx.has_input(0) || ctx.outputs.size() != 1) return ctx.fail("takes one input and gives one output");
-  if (ctx.input(0).dtype != DType::kF32) return ctx.fail("sums float32 only, got ", dtype_name(ctx.input(0).dtype));
+  const DType t = ctx.input(0).dtype;
+  if (t != DType::kF32 && t != DType::kF16 && t != DType::kBF16) {
+    return ctx.fail("sums float32, float16 or bfloat16, got ", dtype_name(t));
+  }
   ctx.set_output(0, ctx.input(0).dtype, ctx.shape(0));
   return Status::ok();
 }
