@@ -73,7 +73,7 @@ Status PagedRunner::fill_inputs(const Rank& rank, const Feed& feed, std::vector<
   const std::vector<IoInfo>& infos = rank.session->inputs();
   const std::span<const ScheduledRun> runs = feed.runs;
   const int64_t tokens = feed.tokens, logit_rows = feed.logit_rows;
-  const int64_t seqs = limits_.max_num_seqs, max_blocks = limits_.max_blocks_per_seq;
+  const int64_t seqs = sequence_slots(tokens), max_blocks = limits_.max_blocks_per_seq;
   for (size_t i = 0; i < io.roles.size(); ++i) {
     Tensor& t = inputs[i];
     switch (io.roles[i]) {

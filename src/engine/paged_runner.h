@@ -4,8 +4,10 @@
 //
 // Shapes are bucketed so that few execution plans exist (each compiles once and replays): T is
 // padded to the next power of two (padding tokens belong to no sequence and compute nothing that
-// is read), the sequence slots and block tables are always [max_num_seqs, max_blocks_per_seq],
-// and the logit rows are min(T, max_num_seqs). Every plan then depends on T's bucket alone.
+// is read), the sequence slots and block tables are [min(T, max_num_seqs), max_blocks_per_seq]
+// (no more sequences than tokens; attention plans its splits from the slots, so a one-token
+// decode must not look like 64 sequences), and the logit rows are min(T, max_num_seqs). Every
+// plan then depends on T's bucket alone.
 //
 // The block pools (one key and one value tensor per layer, [blocks, block_size, kv_heads,
 // head_size]) are allocated here on the session's device, and bound as both the cache inputs
@@ -18,6 +20,7 @@
 // collectives wait for one another. The logits are all-gathered in the graph: rank 0's are read.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <span>
@@ -80,6 +83,7 @@ class PagedRunner {
     const std::vector<DeviceDraw>* draws = nullptr;
   };
   static BucketIo& bucket_io(Rank& rank, int64_t tokens);
+  int64_t sequence_slots(int64_t tokens) const { return std::min(tokens, limits_.max_num_seqs); }
   Status fill_inputs(const Rank& rank, const Feed& feed, std::vector<Tensor>& inputs) const;
   // SampleTokens' params and uniforms for `rows` logit rows: draws[k] at row rows_at[k], the
   // others (and all without draws) asking for no token.

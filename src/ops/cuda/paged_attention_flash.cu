@@ -244,8 +244,10 @@ Status plan_for(PagedAttentionArgs& a) {
   if (bytes == 0) return Status::ok();
   a.flash_dims = kMaxDims;
   a.flash_smem_bytes = bytes;
-  // Slices of 64 query vectors: at most one partly filled per sequence.
-  a.flash_units = ceil_div(a.tokens * (a.num_heads / a.kv_heads), kFlashBlockRows) + a.sequences;
+  // Slices of 64 query vectors: at most one partly filled per sequence with tokens, and no more
+  // such sequences than tokens (a one-token decode in a plan for 64 slots has 2 slices, not 65:
+  // the split count below is chosen from this, so overcounting left one long decode unsplit).
+  a.flash_units = ceil_div(a.tokens * (a.num_heads / a.kv_heads), kFlashBlockRows) + std::min(a.sequences, a.tokens);
   return Status::ok();
 }
 
