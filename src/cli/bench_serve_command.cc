@@ -307,9 +307,10 @@ int run_bench_serve(std::span<const std::string> args) {
   if (!info.paged_kv_unavailable.empty()) std::fprintf(stderr, "onnx-genai: per-request KV caches: %s\n", info.paged_kv_unavailable.c_str());
   int64_t vocab = info.vocab_size;
   if (const Tokenizer* tokenizer = (*engine)->model().tokenizer()) vocab = std::min<int64_t>(vocab, tokenizer->vocab_size());
-  // Warm-up (not measured): compiles the plans of the step shapes on prompts as long as the
-  // measured ones, but each with its own prefix, so the measured run's first request finds the
-  // shared one uncached.
+  // Warm-up (not measured), as `serve` does: every step shape's plan, then requests on prompts as
+  // long as the measured ones, but each with its own prefix, so the measured run's first request
+  // finds the shared one uncached.
+  if (auto shapes = (*engine)->warm_up(); !shapes.is_ok()) return report(kExitFailed, shapes.status().message());
   const auto seed = static_cast<uint64_t>(options->seed);
   const Workload warm = make_workload(*options, std::min<int64_t>(options->num_requests, 8), seed + 1, vocab, false);
   ServeBenchOptions warm_options = *options;

@@ -92,6 +92,12 @@ int run_serve(std::span<const std::string> args) {
 
   Result<std::unique_ptr<genai::Engine>> engine = genai::Engine::load(*dir, o.engine);
   if (!engine) return report(kExitBadInput, engine.status().message());
+  // Every step shape compiles before the port opens, not while the first users wait.
+  const auto warm_start = std::chrono::steady_clock::now();
+  Result<int64_t> warmed = (*engine)->warm_up();
+  if (!warmed) return report(kExitFailed, warmed.status().message());
+  std::fprintf(stderr, "onnx-genai serve: %lld step shapes ready in %.1f s\n", static_cast<long long>(*warmed),
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - warm_start).count());
   Result<SpeculativeSetup> speculative = load_speculative(o.speculative, o.engine.model);
   if (!speculative) return report(kExitBadInput, speculative.status().message());
   // Constrained requests draft the text their grammar forces: the same tokens (greedy: the

@@ -485,6 +485,11 @@ Result<std::vector<RequestOutput>> Engine::step() {
   return outputs;
 }
 
+Result<int64_t> Engine::warm_up() {
+  if (!impl_->runner) return int64_t{0};
+  return impl_->runner->warm_up();
+}
+
 EngineStats Engine::stats() const {
   EngineStats s = impl_->stats;
   if (impl_->pool) {

@@ -197,8 +197,7 @@ Result<bool> PagedRunner::run(std::span<const ScheduledRun> runs, const std::vec
     samples += run.sampled_rows();
   }
   const int64_t padded = bucket(fed, limits_.max_num_batched_tokens);
-  // Speculative drafts may ask for more rows than there are sequences.
-  const int64_t logit_rows = std::min(padded, samples > limits_.max_num_seqs ? bucket(samples, padded) : limits_.max_num_seqs);
+  const int64_t rows = logit_rows(padded, samples);
   const genai::DecoderIo& d = model_.io;
   // Row r of the logits is the r-th sampling position (logit rows), else the position itself.
   const bool rows_selected = d.has(InputRole::kLogitRows);
@@ -216,12 +215,7 @@ Result<bool> PagedRunner::run(std::span<const ScheduledRun> runs, const std::vec
                       " sampling positions, or a decoder without the outputs to take them");
     }
   }
-  const Feed feed{runs, padded, logit_rows, rows_selected ? logit_rows : padded, rows_at, draws};
-  if (ranks_.size() == 1) {
-    OG_RETURN_IF_ERROR(run_rank(0, feed));
-  } else {
-    OG_RETURN_IF_ERROR(model_.ranks->run_ranks([&](int r) { return run_rank(static_cast<size_t>(r), feed); }));
-  }
+  OG_RETURN_IF_ERROR(run_ranks(Feed{runs, padded, rows, rows_selected ? rows : padded, rows_at, draws}));
   const BucketIo& io = ranks_[0].buckets.at(padded);  // rank 0's logits: all-gathered, the whole vocabulary
   if (!device_tokens) {
     logits.resize(rows_at.size());
@@ -238,6 +232,35 @@ Result<bool> PagedRunner::run(std::span<const ScheduledRun> runs, const std::vec
     }
   }
   return true;
+}
+
+int64_t PagedRunner::logit_rows(int64_t padded, int64_t samples) const {
+  // Speculative drafts may ask for more rows than there are sequences.
+  return std::min(padded, samples > limits_.max_num_seqs ? bucket(samples, padded) : limits_.max_num_seqs);
+}
+
+Result<int64_t> PagedRunner::warm_up() {
+  const bool rows_selected = model_.io.has(InputRole::kLogitRows);
+  const std::vector<DeviceDraw> no_draws;
+  const int64_t largest = bucket(limits_.max_num_batched_tokens, limits_.max_num_batched_tokens);
+  int64_t shapes = 0;
+  for (int64_t padded = 1; padded <= largest; padded *= 2) {
+    const int64_t rows = logit_rows(padded, 1);
+    for (const bool on_device : {false, true}) {
+      if (on_device && !device_argmax()) continue;
+      // Twice: a session records a step's CUDA graph when the shape comes again.
+      for (int k = 0; k < 2; ++k) {
+        OG_RETURN_IF_ERROR(run_ranks(Feed{{}, padded, rows, rows_selected ? rows : padded, {}, on_device ? &no_draws : nullptr}));
+      }
+      ++shapes;
+    }
+  }
+  return shapes;
+}
+
+Status PagedRunner::run_ranks(const Feed& feed) {
+  if (ranks_.size() == 1) return run_rank(0, feed);
+  return model_.ranks->run_ranks([&](int r) { return run_rank(static_cast<size_t>(r), feed); });
 }
 
 Status PagedRunner::run_rank(size_t r, const Feed& feed) {

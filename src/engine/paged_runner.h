@@ -58,6 +58,11 @@ class PagedRunner {
   // the logits stay there and only the ids cross. Returns whether it gave tokens.
   Result<bool> run(std::span<const ScheduledRun> runs, const std::vector<DeviceDraw>* draws,
                    std::vector<std::vector<float>>& logits, std::vector<int32_t>& tokens);
+  // Runs each bucket of packed tokens once with no sequence in it (padding only: nothing reaches
+  // the pools), with the logits left on the host and, where the device picks tokens, on the
+  // device: the plans of every step shape compile and their CUDA graphs are recorded now.
+  // Returns the number of shapes run.
+  Result<int64_t> warm_up();
   // Bytes one block takes over all layers, keys and values, on one rank (`io` is the rank's).
   static int64_t block_bytes(const genai::DecoderIo& io, int64_t block_size);
 
@@ -91,6 +96,10 @@ class PagedRunner {
   static Status bind_logits(const Rank& rank, BucketIo& io, int64_t rows, bool on_device);
   // Fills rank `r`'s inputs and runs its session.
   Status run_rank(size_t r, const Feed& feed);
+  Status run_ranks(const Feed& feed);
+  // The logit rows (and the rows of the logits output) of a step of `padded` tokens sampling at
+  // `samples` positions.
+  int64_t logit_rows(int64_t padded, int64_t samples) const;
 
   const genai::ModelParts& model_;
   PagedRunnerLimits limits_;

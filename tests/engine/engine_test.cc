@@ -7,6 +7,7 @@
 //   - speculating requests (prompt lookup, a draft model) batched with plain ones keep their tokens;
 //   - fast-forwarded constrained requests keep their tokens in fewer steps;
 //   - abort and finish free every block; bad requests are refused with a message;
+//   - warm_up() compiles every step shape without touching the pool or any token;
 //   - mixture-of-experts models (tools/build_model.py presets) batch like dense ones.
 #include <gtest/gtest.h>
 
@@ -160,6 +161,30 @@ TEST_F(EngineTest, BatchingPreemptionChunksAndPrefixHitsLeaveGreedyTokensUnchang
   }
   EXPECT_GE((*cached)->stats().prefix_hits, 14);
   EXPECT_EQ((*cached)->stats().kv_blocks_used, 0);
+}
+
+// warm_up() runs every step shape once with no request: afterwards serving compiles no plan, the
+// pool is untouched, and the tokens are the ones an engine without it gives.
+TEST_F(EngineTest, WarmUpCompilesEveryStepShapeAndChangesNoToken) {
+  const std::unique_ptr<Engine> alone = alone_engine();
+  ASSERT_TRUE(alone);
+  const auto ids = encode_all(alone->model());
+  const std::vector<std::vector<int32_t>> want = each_alone(*alone, ids, 24);
+  EngineOptions o = options();
+  o.max_num_batched_tokens = 48;  // buckets 1, 2, 4, ..., 64
+  o.max_num_seqs = 4;
+  auto engine = Engine::load(kModel, o);
+  ASSERT_TRUE(engine.is_ok()) << engine.status().message();
+  auto shapes = (*engine)->warm_up();
+  ASSERT_TRUE(shapes.is_ok()) << shapes.status().message();
+  EXPECT_EQ(*shapes, 7);
+  EXPECT_EQ((*engine)->stats().kv_blocks_used, 0);
+  const int64_t plans = (*engine)->model().session_stats().plans_compiled;
+  EXPECT_GE(plans, 7);
+  const auto got = run_all(**engine, ids, greedy(24), {0, 0, 0, 1, 2, 3, 5, 8});
+  for (size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(got[i].tokens, want[i]) << "prompt " << i;
+  EXPECT_EQ((*engine)->model().session_stats().plans_compiled, plans) << "a step shape the warm-up missed";
+  EXPECT_EQ((*engine)->stats().kv_blocks_used, 0);
 }
 
 TEST_F(EngineTest, SpeculativeRequestsKeepTheirTokensBesidePlainOnes) {
