@@ -92,14 +92,13 @@ int run_serve(std::span<const std::string> args) {
 
   Result<std::unique_ptr<genai::Engine>> engine = genai::Engine::load(*dir, o.engine);
   if (!engine) return report(kExitBadInput, engine.status().message());
+  Result<SpeculativeSetup> speculative = load_speculative(o.speculative, o.engine.model);
+  if (!speculative) return report(kExitBadInput, speculative.status().message());
   // Every step shape compiles before the port opens, not while the first users wait.
   const auto warm_start = std::chrono::steady_clock::now();
   Result<int64_t> warmed = (*engine)->warm_up();
   if (!warmed) return report(kExitFailed, warmed.status().message());
-  std::fprintf(stderr, "onnx-genai serve: %lld step shapes ready in %.1f s\n", static_cast<long long>(*warmed),
-               std::chrono::duration<double>(std::chrono::steady_clock::now() - warm_start).count());
-  Result<SpeculativeSetup> speculative = load_speculative(o.speculative, o.engine.model);
-  if (!speculative) return report(kExitBadInput, speculative.status().message());
+  const double warm_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - warm_start).count();
   // Constrained requests draft the text their grammar forces: the same tokens (greedy: the
   // engine's rows do not depend on the step's width; sampling: the same distribution), fewer
   // steps. Opt-in: where a verify step costs several one-token steps (the CPU) it was slower.
@@ -109,9 +108,12 @@ int run_serve(std::span<const std::string> args) {
   Result<int> port = http.bind();
   if (!port) return report(kExitBadInput, port.status().message());
   const genai::EngineStats stats = loop.stats();
-  std::fprintf(stderr, "onnx-genai serve: model %s on %s, %s KV cache of %lld blocks of %lld; listening on http://%s:%d\n",
+  std::fprintf(stderr,
+               "onnx-genai serve: model %s on %s, %s KV cache of %lld blocks of %lld, %lld step shapes ready in %.1f s; "
+               "listening on http://%s:%d\n",
                o.http.served_model_name.c_str(), loop.model().device().to_string().c_str(), stats.paged ? "paged" : "per-request",
-               static_cast<long long>(stats.kv_blocks), static_cast<long long>(stats.block_size), o.http.host.c_str(), *port);
+               static_cast<long long>(stats.kv_blocks), static_cast<long long>(stats.block_size),
+               static_cast<long long>(*warmed), warm_seconds, o.http.host.c_str(), *port);
 
   std::atomic<bool> listen_ended{false};
   std::thread watcher([&] {
