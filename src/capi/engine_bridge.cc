@@ -10,6 +10,8 @@ Result<std::unique_ptr<EngineBridge>> EngineBridge::create(const OgaModel* owner
   genai::EngineOptions engine_options;
   engine_options.model = options;
   OG_ASSIGN_OR_RETURN(std::unique_ptr<genai::Engine> engine, genai::Engine::load(path, engine_options));
+  // As `serve` does: the first requests should not wait for plans to compile.
+  OG_RETURN_IF_ERROR(engine->warm_up().status());
   return std::unique_ptr<EngineBridge>(new EngineBridge(owner, std::move(engine)));
 }
 

@@ -80,7 +80,7 @@ TEST_F(CApiGuidanceTest, BadGuidanceFailsAtTheCallWithTheReason) {
   EXPECT_EQ(message(OgaGeneratorParamsSetGuidance(p.get(), "regex", "", false)),
             "OgaGeneratorParamsSetGuidance: guidance type regex needs data (the schema or expression), got none");
   // The constraint compiler's own messages.
-  EXPECT_NE(message(OgaGeneratorParamsSetGuidance(p.get(), "json_schema", R"({"type": "object", "not": {}})", false))
+  EXPECT_NE(message(OgaGeneratorParamsSetGuidance(p.get(), "json_schema", R"({"type": "object", "not": {"required": ["a"]}})", false))
                 .find("unsupported keyword \"not\""),
             std::string::npos);
   EXPECT_NE(message(OgaGeneratorParamsSetGuidance(p.get(), "json_schema", "{\"type\": ", false)).find("json schema"),

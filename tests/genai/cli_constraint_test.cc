@@ -116,7 +116,7 @@ TEST_F(CliConstraint, RefusalsNameTheKeyword) {
   CommandResult r = generate("--prompt x --json-schema " + shell_quote(schema.string()));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.out, "");
-  EXPECT_EQ(r.err, "onnx-genai: json schema: unsupported keyword \"not\" at /properties/a\n");
+  EXPECT_EQ(r.err, "onnx-genai: json schema: unsupported keyword \"not\" (only of types, {} or a boolean) at /properties/a/not\n");
   r = generate("--prompt x --regex '(a)\\1'");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("backreferences are not supported at offset"), std::string::npos) << r.err;

@@ -54,7 +54,7 @@ def test_guidance_errors_are_runtime_errors_with_the_reason(model):
                                            r"lark_grammar\)"):
         params.set_guidance("xml", "<a/>")
     with pytest.raises(RuntimeError, match='unsupported keyword "not"'):
-        params.set_guidance("json_schema", '{"type": "object", "not": {}}')
+        params.set_guidance("json_schema", '{"type": "object", "not": {"required": ["a"]}}')
     with pytest.raises(RuntimeError, match=r"^OgaGeneratorParamsSetGuidance: lark grammar:2:16: token <\|im_end\|> is not in "
                                            r"the vocabulary$"):
         params.set_guidance("lark_grammar", 'start: "a" end\nend: "." | "!" <|im_end|>')
