@@ -3,7 +3,9 @@
 // refused where it is not; anyOf (and oneOf over branches of distinct types) is alternation.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
+#include "constraints/automaton.h"
 #include "constraints/json_schema_compiler.h"
 
 namespace onnx_genai::constraints {
@@ -112,7 +114,7 @@ Result<Symbol> SchemaCompiler::compile_object_schema(const OrderedJson& schema, 
   if (schema.contains("allOf")) return compile_all_of(schema, pointer, depth);
   if (schema.contains("anyOf")) return compile_any_of(schema, "anyOf", pointer, depth);
   if (schema.contains("oneOf")) return compile_any_of(schema, "oneOf", pointer, depth);
-  if (schema.contains("enum") || schema.contains("const")) return compile_enum(schema, pointer);
+  if (schema.contains("enum") || schema.contains("const")) return compile_enum(schema, pointer, depth);
   OG_ASSIGN_OR_RETURN(std::set<std::string> types, types_of(schema, pointer));
   if (types.count("number")) types.erase("integer");
   OG_RETURN_IF_ERROR(apply_not(schema, types, pointer));
@@ -416,11 +418,39 @@ Result<Symbol> SchemaCompiler::compile_any_of(const OrderedJson& schema, const c
   return R::ref(rule);
 }
 
-Result<Symbol> SchemaCompiler::compile_enum(const OrderedJson& schema, const std::string& pointer) {
-  for (const auto& [key, value] : schema.items()) {
-    if (key != "enum" && key != "const" && key != "type" && !kAnnotations.count(key)) {
-      return OG_ERROR("json schema: unsupported keyword \"", key, "\" next to enum/const at ", shown(pointer));
-    }
+Result<std::function<bool(const OrderedJson&)>> SchemaCompiler::value_filter(const OrderedJson& rest, const std::string& pointer,
+                                                                              int depth) const {
+  SchemaCompiler other(root_, draft_, /*compact=*/true);
+  OG_ASSIGN_OR_RETURN(const Symbol start, other.compile(rest, pointer, depth + 1));
+  GrammarBuilder& g = other.builder();
+  const int32_t text = g.new_rule("filter");
+  g.add_alt(text, {start});
+  OG_ASSIGN_OR_RETURN(Grammar grammar, g.build(text));
+  auto automaton = std::make_shared<Automaton>(std::make_shared<const Grammar>(std::move(grammar)));
+  const auto accepts = [automaton](const std::string& bytes) -> bool {
+    Result<int32_t> state = automaton->start();
+    for (size_t i = 0; i < bytes.size() && state.is_ok(); ++i) state = automaton->next(*state, static_cast<uint8_t>(bytes[i]));
+    return state.is_ok() && automaton->accepting(*state);
+  };
+  return std::function<bool(const OrderedJson&)>([accepts](const OrderedJson& v) {
+    if (accepts(v.dump())) return true;
+    // An integral float is also the integer (1.0 is 1 in JSON Schema; integer grammars spell 1).
+    if (!v.is_number_float()) return false;
+    const double d = v.get<double>();
+    return std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e15 && accepts(std::to_string(static_cast<int64_t>(d)));
+  });
+}
+
+Result<Symbol> SchemaCompiler::compile_enum(const OrderedJson& schema, const std::string& pointer, int depth) {
+  // Other keywords beside the values keep those they accept: each value's compact text is run
+  // through their own grammar (which may refuse some valid spellings: then the value goes too).
+  OrderedJson rest = schema;
+  for (const char* key : {"enum", "const", "type"}) rest.erase(key);
+  std::function<bool(const OrderedJson&)> kept = [](const OrderedJson&) { return true; };
+  if (!only_annotations(rest, "")) {
+    Result<std::function<bool(const OrderedJson&)>> filter = value_filter(rest, pointer, depth);
+    if (!filter) return filter.status().with_context("next to enum/const at " + shown(pointer));
+    kept = std::move(*filter);
   }
   OrderedJson values = OrderedJson::array();
   if (schema.contains("enum")) {
@@ -443,7 +473,7 @@ Result<Symbol> SchemaCompiler::compile_enum(const OrderedJson& schema, const std
   const int32_t rule = g_.new_rule("enum " + pointer);
   for (const auto& v : values) {
     const bool allowed = std::any_of(types.begin(), types.end(), [&](const std::string& t) { return value_has_type(v, t); });
-    if (allowed) g_.add_alt(rule, {json_.value(v)});
+    if (allowed && kept(v)) g_.add_alt(rule, {json_.value(v)});
   }
   return R::ref(rule);
 }

@@ -3,6 +3,7 @@
 // instance type).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -66,7 +67,10 @@ class SchemaCompiler {
   Result<Symbol> compile_all_of(const OrderedJson& schema, const std::string& pointer, int depth);
   Result<Symbol> compile_any_of(const OrderedJson& schema, const char* keyword, const std::string& pointer, int depth);
   Status check_one_of(const OrderedJson& branches, const OrderedJson& rest, const std::string& pointer) const;
-  Result<Symbol> compile_enum(const OrderedJson& schema, const std::string& pointer);
+  Result<Symbol> compile_enum(const OrderedJson& schema, const std::string& pointer, int depth);
+  // Whether a value meets `rest` (a schema's keywords beside enum/const), by its compact text.
+  Result<std::function<bool(const OrderedJson&)>> value_filter(const OrderedJson& rest, const std::string& pointer,
+                                                               int depth) const;
   // The schema with if/then/else reduced where no complement is needed, or an error.
   Result<OrderedJson> without_conditional(const OrderedJson& schema, const std::string& pointer) const;
   // `types` less what "not" excludes (a "not" of types or a boolean), or an error.

@@ -134,32 +134,33 @@ Result<Symbol> SchemaCompiler::compile_type(const std::string& type, const Order
 Result<Symbol> SchemaCompiler::compile_string(const OrderedJson& schema, const std::string& pointer) {
   OG_ASSIGN_OR_RETURN(const int64_t min, count_keyword(schema, "minLength", pointer));
   OG_ASSIGN_OR_RETURN(const int64_t max, count_keyword(schema, "maxLength", pointer));
-  const bool lengths = min >= 0 || max >= 0;
-  const char* regex = nullptr;
-  std::string pattern;
+  // The regular conditions on the string's characters: pattern (searched), format (whole) and
+  // lengths; one is a regex rule, several their product.
+  std::vector<std::pair<std::string, RegexOptions>> terms;
   if (auto it = schema.find("pattern"); it != schema.end()) {
     if (!it->is_string()) return OG_ERROR("json schema: \"pattern\" must be a string at ", shown(pointer));
-    pattern = it->get<std::string>();
-    regex = pattern.c_str();
+    terms.emplace_back(it->get<std::string>(), RegexOptions{TextEncoding::kJsonString, /*search=*/true});
   }
   if (auto it = schema.find("format"); it != schema.end()) {
     const std::string format = it->is_string() ? it->get<std::string>() : it->dump();
-    if (regex != nullptr) return OG_ERROR("json schema: unsupported keyword \"format\" next to \"pattern\" at ", shown(pointer));
-    regex = format_regex(format);
+    const char* regex = format_regex(format);
     if (regex == nullptr) return OG_ERROR("json schema: unsupported keyword \"format\" \"", format, "\" at ", shown(pointer));
+    terms.emplace_back(regex, RegexOptions{TextEncoding::kJsonString, /*search=*/false});
   }
-  if (regex == nullptr) return json_.string(std::max<int64_t>(min, 0), max);
-  const RegexOptions options{TextEncoding::kJsonString, /*search=*/!pattern.empty()};
-  Result<int32_t> body = Status::ok();
-  if (lengths) {  // the intersection of the regex's language and the length's
-    RegularProduct both;
+  if (terms.empty()) return json_.string(std::max<int64_t>(min, 0), max);
+  if (min >= 0 || max >= 0) {
     RegexOptions any_character{TextEncoding::kJsonString};
     any_character.dot_all = true;
-    Status added = both.add(regex, options);
-    if (added.is_ok()) added = both.add(length_regex(min, max), any_character);
-    body = added.is_ok() ? both.build(g_, "pattern with length") : Result<int32_t>(added);
+    terms.emplace_back(length_regex(min, max), any_character);
+  }
+  Result<int32_t> body = Status::ok();
+  if (terms.size() == 1) {
+    body = add_regex(g_, terms[0].first, terms[0].second);
   } else {
-    body = add_regex(g_, regex, options);
+    RegularProduct all;
+    Status added = Status::ok();
+    for (size_t k = 0; k < terms.size() && added.is_ok(); ++k) added = all.add(terms[k].first, terms[k].second);
+    body = added.is_ok() ? all.build(g_, "string conditions") : Result<int32_t>(added);
   }
   if (!body) return body.status().with_context("json schema: \"pattern\" at " + shown(pointer));
   const int32_t rule = g_.new_rule("pattern string");

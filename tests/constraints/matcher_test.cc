@@ -186,6 +186,11 @@ TEST(Matcher, RegularConditionsOnOneStringIntersect) {
         {"[]", "[1]", "[1,2]", "[1,2,7]"});
   check(R"({"type":"number","multipleOf":1.5})", {"0", "4.5", "-3", "1.5"}, {"1", "4.4", "1.55", "1e3"});
   check(R"({"not":{"type":"integer"}})", {R"("a")", "1.5", "-0.25", "null"}, {"1", "1.0", "-20"});
+  check(R"({"type":"string","format":"date","pattern":"^2024-"})", {R"("2024-02-29")"}, {R"("2023-01-01")", R"("2024-02-30")"});
+  // enum / const beside other keywords keep the values those accept.
+  check(R"({"enum":["a","bb","ccc",4,7.0,8.5],"maxLength":2,"maximum":7})", {R"("a")", R"("bb")", "4", "7.0", "7"},
+        {R"("ccc")", "8.5"});
+  check(R"({"const":"abc","pattern":"^b"})", {}, {R"("abc")"});
 }
 
 TEST(Matcher, RefusedSchemasNameTheKeywordAndWhere) {
