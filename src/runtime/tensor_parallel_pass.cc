@@ -188,7 +188,8 @@ Status shrink_per_head_path(Graph& graph, const PerHeadPath& path, int64_t width
 
 // q/k/v packed in one projection, then Split(packed, [q, kv, kv]) into the attention's three
 // inputs: the projection keeps this rank's columns of each part and the split sizes shrink.
-Status shard_split_qkv(Graph& graph, Node& split, Node& gqa, const std::array<Value*, 3>& parts, int64_t heads,
+// Returns the head size.
+Result<int64_t> shard_split_qkv(Graph& graph, Node& split, Node& gqa, const std::array<Value*, 3>& parts, int64_t heads,
                        int64_t kv_heads, const Rank& r) {
   const Tensor* sizes = split.inputs.size() == 2 ? int64_constant(split.inputs[1]) : nullptr;
   if (split.op_type != "Split" || !split.domain.empty() || sizes == nullptr || sizes->numel() != 3 ||
@@ -207,9 +208,8 @@ Status shard_split_qkv(Graph& graph, Node& split, Node& gqa, const std::array<Va
   set_input(&split, 1, add_constant(graph, old->name + "/shard",
                                     Tensor::from_vector<int64_t>(Shape{3}, {q_width / r.world, kv_width / r.world, kv_width / r.world})));
   release_unread(graph, {old});
-  return Status::ok();
+  return head_size;
 }
-
 
 // Query, key and value as three inputs: each its own projection, or three parts of one Split;
 // the query and key possibly through per-head steps (rotary, norms).
@@ -224,8 +224,7 @@ Status shard_separate_qkv(Graph& graph, Node& gqa, int64_t heads, int64_t kv_hea
   Node* split = q_in->producer;
   int64_t head_size = 0;
   if (split != nullptr && split->op_type == "Split" && k_in->producer == split && v_in->producer == split) {
-    OG_RETURN_IF_ERROR(shard_split_qkv(graph, *split, gqa, {q_in, k_in, v_in}, heads, kv_heads, r));
-    head_size = int64_constant(split->inputs[1])->data<int64_t>()[0] * r.world / heads;
+    OG_ASSIGN_OR_RETURN(head_size, shard_split_qkv(graph, *split, gqa, {q_in, k_in, v_in}, heads, kv_heads, r));
   } else {
     OG_ASSIGN_OR_RETURN(ColumnSource q, column_source(graph, q_in, gqa));
     OG_ASSIGN_OR_RETURN(ColumnSource k, column_source(graph, k_in, gqa));

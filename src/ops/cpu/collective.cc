@@ -2,6 +2,7 @@
 // the session's communicator, which waits for the other ranks.
 #include <cstring>
 
+#include "ops/cpu/elementwise.h"
 #include "ops/op.h"
 #include "ops/schema/collective.h"
 #include "parallel/communicator.h"
@@ -42,12 +43,9 @@ class AllReduceKernel final : public OpKernel {
  private:
   template <typename T>
   Status reduce_wide(const KernelTensor& x, const KernelTensor& y, float* sum) const {
-    const int64_t n = x.numel();
-    const T* in = x.ptr<T>();
-    for (int64_t i = 0; i < n; ++i) sum[i] = static_cast<float>(in[i]);
-    OG_RETURN_IF_ERROR(comm_->all_reduce_sum(sum, n));
-    T* out = y.ptr<T>();
-    for (int64_t i = 0; i < n; ++i) out[i] = T(sum[i]);
+    widen_to_f32(x.ptr<T>(), sum, x.numel());
+    OG_RETURN_IF_ERROR(comm_->all_reduce_sum(sum, x.numel()));
+    narrow_from_f32(sum, y.ptr<T>(), y.numel());
     return Status::ok();
   }
 
