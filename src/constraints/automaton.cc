@@ -295,6 +295,14 @@ Result<int32_t> Automaton::compute_next(int32_t state, uint8_t byte) {
   return next;
 }
 
+Result<bool> Automaton::accepts(std::string_view text) {
+  OG_ASSIGN_OR_RETURN(int32_t state, start());
+  for (const char c : text) {
+    OG_ASSIGN_OR_RETURN(state, next(state, static_cast<uint8_t>(c)));
+  }
+  return accepting(state);
+}
+
 Result<int32_t> Automaton::next_token(int32_t state, int32_t id) {
   if (state == kDead) return kDead;
   const uint64_t key = static_cast<uint64_t>(state) << 32 | static_cast<uint32_t>(id);

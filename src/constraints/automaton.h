@@ -26,6 +26,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -80,6 +81,8 @@ class Automaton {
   // An ASCII-only run of fewer bytes is left to the mask's walk: the trie prunes it early, and
   // each table costs a pass over the vocabulary.
   static constexpr size_t kMinRunBytes = 32;
+  // Whether `text`, read from the start, is a whole sentence.
+  Result<bool> accepts(std::string_view text);
   // Whether the text so far is a whole sentence.
   bool accepting(int32_t state) const { return state != kDead && states_[static_cast<size_t>(state)].accepting; }
   // Whether some byte or token continues the text (a state may accept and still be extensible).

@@ -427,10 +427,9 @@ Result<std::function<bool(const OrderedJson&)>> SchemaCompiler::value_filter(con
   g.add_alt(text, {start});
   OG_ASSIGN_OR_RETURN(Grammar grammar, g.build(text));
   auto automaton = std::make_shared<Automaton>(std::make_shared<const Grammar>(std::move(grammar)));
-  const auto accepts = [automaton](const std::string& bytes) -> bool {
-    Result<int32_t> state = automaton->start();
-    for (size_t i = 0; i < bytes.size() && state.is_ok(); ++i) state = automaton->next(*state, static_cast<uint8_t>(bytes[i]));
-    return state.is_ok() && automaton->accepting(*state);
+  const auto accepts = [automaton](const std::string& text) {
+    const Result<bool> accepted = automaton->accepts(text);
+    return accepted.is_ok() && *accepted;
   };
   return std::function<bool(const OrderedJson&)>([accepts](const OrderedJson& v) {
     if (accepts(v.dump())) return true;

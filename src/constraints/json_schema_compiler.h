@@ -12,6 +12,7 @@
 #include "constraints/json_grammar.h"
 #include "constraints/json_schema.h"
 #include "constraints/regex_compiler.h"
+#include "constraints/regular_product.h"
 
 namespace onnx_genai::constraints {
 
@@ -39,6 +40,8 @@ struct KeyRules {
   std::vector<std::string> patterns;
   std::vector<OrderedJson> pattern_schemas;
   std::vector<std::pair<std::string, RegexOptions>> name_terms;
+  // The same regexes, compiled once, for the declared names' texts.
+  std::vector<RegexMatcher> pattern_matchers, name_matchers;
   bool no_keys = false;
   std::optional<Symbol> other_value;  // unset: additionalProperties false
 };
@@ -83,11 +86,14 @@ class SchemaCompiler {
   Result<Symbol> compile_type(const std::string& type, const OrderedJson& schema, const std::string& pointer, int depth);
   Result<Symbol> compile_string(const OrderedJson& schema, const std::string& pointer);
   Result<Symbol> compile_integer(const OrderedJson& schema, const std::string& pointer);
+  // Numbers (or integers) that are multiples of the schema's multipleOf.
+  Result<Symbol> compile_multiple_of(const OrderedJson& schema, const std::string& pointer, bool integers);
   Result<Symbol> compile_number(const OrderedJson& schema, const std::string& pointer);
   Result<Symbol> compile_array(const OrderedJson& schema, const std::string& pointer, int depth);
   Result<Symbol> compile_object(const OrderedJson& schema, const std::string& pointer, int depth);
   Result<ObjectMembers> object_members(const OrderedJson& schema, const std::string& pointer, int depth);
   Result<KeyRules> key_rules(const OrderedJson& schema, const std::string& pointer, int depth);
+  Status add_name_terms(const OrderedJson& schema, const std::string& pointer, KeyRules& keys) const;
   // The value of a member named `name`: its declared schema (none when null) with the schemas of
   // the patterns it matches; unset when no member may carry it.
   Result<std::optional<Symbol>> member_value(const KeyRules& keys, const std::string& name, const OrderedJson* declared,

@@ -34,16 +34,25 @@ Result<KeyRules> SchemaCompiler::key_rules(const OrderedJson& schema, const std:
                       shown(pointer));
     }
     for (const auto& [pattern, sub] : it->items()) {
+      Result<RegexMatcher> matcher = RegexMatcher::compile(pattern, RegexOptions{TextEncoding::kUtf8, /*search=*/true});
+      if (!matcher) return matcher.status().with_context("json schema: patternProperties at " + shown(pointer));
       keys.patterns.push_back(pattern);
+      keys.pattern_matchers.push_back(std::move(*matcher));
       keys.pattern_schemas.push_back(sub);
     }
   }
+  OG_RETURN_IF_ERROR(add_name_terms(schema, pointer, keys));
+  return keys;
+}
+
+// propertyNames: its pattern and lengths as regexes every key must match; false: no key at all.
+Status SchemaCompiler::add_name_terms(const OrderedJson& schema, const std::string& pointer, KeyRules& keys) const {
   auto names = schema.find("propertyNames");
-  if (names == schema.end() || *names == true) return keys;
+  if (names == schema.end() || *names == true) return Status::ok();
   const std::string at = pointer + "/propertyNames";
   if (*names == false) {
     keys.no_keys = true;
-    return keys;
+    return Status::ok();
   }
   if (!names->is_object()) return OG_ERROR("json schema: expected an object or a boolean at ", shown(at));
   for (const auto& [key, value] : names->items()) {
@@ -63,21 +72,26 @@ Result<KeyRules> SchemaCompiler::key_rules(const OrderedJson& schema, const std:
     any_character.dot_all = true;
     keys.name_terms.emplace_back(length_regex(min, max), any_character);
   }
-  return keys;
+  for (const auto& [regex, options] : keys.name_terms) {
+    Result<RegexMatcher> matcher = RegexMatcher::compile(regex, options);
+    if (!matcher) return matcher.status().with_context("json schema: propertyNames at " + shown(pointer));
+    keys.name_matchers.push_back(std::move(*matcher));
+  }
+  return Status::ok();
 }
 
 Result<std::optional<Symbol>> SchemaCompiler::member_value(const KeyRules& keys, const std::string& name,
                                                            const OrderedJson* declared, const std::string& pointer,
                                                            int depth) {
   if (keys.no_keys) return std::optional<Symbol>();
-  for (const auto& [regex, options] : keys.name_terms) {
-    OG_ASSIGN_OR_RETURN(const bool matches, regex_matches(regex, options, name));
+  for (const RegexMatcher& term : keys.name_matchers) {
+    OG_ASSIGN_OR_RETURN(const bool matches, term.matches(name));
     if (!matches) return std::optional<Symbol>();
   }
   OrderedJson all = OrderedJson::array();
   if (declared != nullptr) all.push_back(*declared);
   for (size_t i = 0; i < keys.patterns.size(); ++i) {
-    OG_ASSIGN_OR_RETURN(const bool matches, regex_matches(keys.patterns[i], RegexOptions{TextEncoding::kUtf8, /*search=*/true}, name));
+    OG_ASSIGN_OR_RETURN(const bool matches, keys.pattern_matchers[i].matches(name));
     if (matches) all.push_back(keys.pattern_schemas[i]);
   }
   if (all.empty()) return keys.other_value;
@@ -168,16 +182,8 @@ Status SchemaCompiler::add_dependencies(const OrderedJson& schema, const std::st
       }
     }
   }
-  // A member needing one that may not appear may not appear either (to a fixed point).
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (size_t i = 0; i < m.names.size(); ++i) {
-      if (m.forbidden[i] || !values[i]) continue;
-      for (const size_t n : m.needs[i]) {
-        if (m.forbidden[n] || !values[n]) m.forbidden[i] = changed = true;
-      }
-    }
-  }
+  // A member needing one that may never appear is left to the grammar: no state holding it can
+  // close the object, and GrammarBuilder::build drops such states as unproductive.
   return Status::ok();
 }
 
@@ -195,24 +201,25 @@ Result<std::optional<Symbol>> SchemaCompiler::other_members(const KeyRules& keys
   }
   // Keys by the set of patterns they match (none: additional keys), each the product of those
   // patterns, the others negated, the declared names negated and propertyNames' terms.
+  // Keys are spelled inside a JSON string, the base term taking any such text.
+  const auto json_key = [](RegexOptions options) {
+    options.encoding = TextEncoding::kJsonString;
+    return options;
+  };
+  RegexOptions any_character;
+  any_character.dot_all = true;
+  std::string declared;
+  for (const std::string& name : names) declared += (declared.empty() ? "" : "|") + regex_literal(name);
   const int32_t others = g_.new_rule("other members " + pointer);
   bool any = false;
   const size_t n = keys.patterns.size();
   for (size_t set = 0; set < (size_t{1} << n); ++set) {
     if (set == 0 && !keys.other_value) continue;
     RegularProduct key;
-    const auto json_key = [](RegexOptions options) {
-      options.encoding = TextEncoding::kJsonString;
-      return options;
-    };
-    RegexOptions any_character;
-    any_character.dot_all = true;
     Status added = key.add(".*", json_key(any_character));
     for (size_t i = 0; i < n && added.is_ok(); ++i) {
       added = key.add(keys.patterns[i], json_key(RegexOptions{TextEncoding::kJsonString, /*search=*/true}), !(set & (size_t{1} << i)));
     }
-    std::string declared;
-    for (const std::string& name : names) declared += (declared.empty() ? "" : "|") + regex_literal(name);
     if (!names.empty() && added.is_ok()) added = key.add("(" + declared + ")", json_key(any_character), /*negated=*/true);
     for (size_t k = 0; k < keys.name_terms.size() && added.is_ok(); ++k) {
       added = key.add(keys.name_terms[k].first, json_key(keys.name_terms[k].second));

@@ -168,12 +168,19 @@ Result<Symbol> SchemaCompiler::compile_string(const OrderedJson& schema, const s
   return R::ref(rule);
 }
 
+Result<Symbol> SchemaCompiler::compile_multiple_of(const OrderedJson& schema, const std::string& pointer, bool integers) {
+  if (has_number_bounds(schema)) return OG_ERROR("json schema: unsupported keyword \"multipleOf\" next to ", integers ? "integer" : "number", " bounds at ", shown(pointer));
+  OG_ASSIGN_OR_RETURN(const DecimalStep m, decimal_step(schema["multipleOf"], pointer));
+  if (!integers) return json_.multiple_of(m.step, m.fraction_digits, m.max_integer_digits);
+  // An integer x is a multiple of step / 10^f when x * 10^f is one of step, that is when x is one
+  // of step / gcd(step, 10^f).
+  uint64_t step = m.step;
+  for (int k = 0; k < m.fraction_digits; ++k) step /= std::gcd(step, uint64_t{10});
+  return json_.multiple_of(step, 0, m.max_integer_digits);
+}
+
 Result<Symbol> SchemaCompiler::compile_number(const OrderedJson& schema, const std::string& pointer) {
-  if (auto it = schema.find("multipleOf"); it != schema.end()) {
-    if (has_number_bounds(schema)) return OG_ERROR("json schema: unsupported keyword \"multipleOf\" next to number bounds at ", shown(pointer));
-    OG_ASSIGN_OR_RETURN(const DecimalStep m, decimal_step(*it, pointer));
-    return json_.multiple_of(m.step, m.fraction_digits, m.max_integer_digits);
-  }
+  if (schema.contains("multipleOf")) return compile_multiple_of(schema, pointer, /*integers=*/false);
   // Bounds at integer values only: a decimal bound (1.1) would need digit-by-digit fraction
   // comparisons, and is refused. The tighter bound wins; at equal values the exclusive one.
   std::optional<JsonGrammar::Bound> lo, hi;
@@ -199,15 +206,7 @@ Result<Symbol> SchemaCompiler::compile_number(const OrderedJson& schema, const s
 }
 
 Result<Symbol> SchemaCompiler::compile_integer(const OrderedJson& schema, const std::string& pointer) {
-  if (auto it = schema.find("multipleOf"); it != schema.end()) {
-    if (has_number_bounds(schema)) return OG_ERROR("json schema: unsupported keyword \"multipleOf\" next to integer bounds at ", shown(pointer));
-    OG_ASSIGN_OR_RETURN(const DecimalStep m, decimal_step(*it, pointer));
-    // An integer x is a multiple of step / 10^f when x * 10^f is one of step, that is when x is
-    // one of step / gcd(step, 10^f).
-    uint64_t step = m.step;
-    for (int k = 0; k < m.fraction_digits; ++k) step /= std::gcd(step, uint64_t{10});
-    return json_.multiple_of(step, 0, m.max_integer_digits);
-  }
+  if (schema.contains("multipleOf")) return compile_multiple_of(schema, pointer, /*integers=*/true);
   std::optional<int64_t> lo, hi;
   // Integer bounds from number bounds: x >= 1.5 is x >= 2; x > 2 is x >= 3.
   for (const char* key : {"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"}) {

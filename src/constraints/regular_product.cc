@@ -72,17 +72,12 @@ std::string regex_literal(std::string_view text) {
   return out;
 }
 
-Result<bool> regex_matches(std::string_view pattern, RegexOptions options, std::string_view text) {
+Result<RegexMatcher> RegexMatcher::compile(std::string_view pattern, RegexOptions options) {
   GrammarBuilder g;
   options.encoding = TextEncoding::kUtf8;
   OG_ASSIGN_OR_RETURN(const int32_t rule, add_regex(g, pattern, options));
   OG_ASSIGN_OR_RETURN(Grammar grammar, g.build(rule));
-  Automaton automaton(std::make_shared<const Grammar>(std::move(grammar)));
-  OG_ASSIGN_OR_RETURN(int32_t state, automaton.start());
-  for (const char c : text) {
-    OG_ASSIGN_OR_RETURN(state, automaton.next(state, static_cast<uint8_t>(c)));
-  }
-  return automaton.accepting(state);
+  return RegexMatcher(std::make_shared<Automaton>(std::make_shared<const Grammar>(std::move(grammar))));
 }
 
 }  // namespace onnx_genai::constraints

@@ -38,7 +38,16 @@ class RegularProduct {
 // A regex matching exactly `text` (every syntax character escaped).
 std::string regex_literal(std::string_view text);
 
-// Whether `pattern` read with `options` (its encoding is taken as UTF-8) matches `text`.
-Result<bool> regex_matches(std::string_view pattern, RegexOptions options, std::string_view text);
+// One regex over UTF-8 text (the encoding in its options is ignored), compiled once and asked of
+// many texts (patternProperties' and propertyNames' conditions of each declared name).
+class RegexMatcher {
+ public:
+  static Result<RegexMatcher> compile(std::string_view pattern, RegexOptions options);
+  Result<bool> matches(std::string_view text) const { return automaton_->accepts(text); }
+
+ private:
+  explicit RegexMatcher(std::shared_ptr<Automaton> automaton) : automaton_(std::move(automaton)) {}
+  std::shared_ptr<Automaton> automaton_;  // its states grow lazily as texts are read
+};
 
 }  // namespace onnx_genai::constraints
