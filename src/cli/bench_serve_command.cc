@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <thread>
 #include <vector>
@@ -37,7 +38,11 @@ struct ServeBenchOptions {
   std::string url, api_key;  // --url: an OpenAI-compatible server instead of the engine in process
   SpeculativeOptions speculative;  // every request speculates (the engine in process)
   genai::SpeculativeParams speculation;  // what --speculative loaded
+  std::string json_schema_file;          // every request's output is constrained to it (in process)
+  std::optional<ConstraintSpec> constraint;  // what --json-schema read
 };
+
+constexpr int64_t kMaxSchemaBytes = int64_t{64} << 20;
 
 Result<ServeBenchOptions> parse_serve_bench_options(std::span<const std::string> args) {
   ServeBenchOptions o;
@@ -68,11 +73,20 @@ Result<ServeBenchOptions> parse_serve_bench_options(std::span<const std::string>
     o.api_key = value;
     return Status::ok();
   };
+  table.valued["--json-schema"] = [&o](const std::string&, const std::string& value) {
+    o.json_schema_file = value;
+    return Status::ok();
+  };
   table.flags = {{"--json", &o.json}, {"--no-prefix-caching", &o.no_prefix_caching}};
   add_speculative_options(table, o.speculative);
   OG_RETURN_IF_ERROR(parse_options(args, table, o.model_path));
   if (!o.url.empty() && o.speculative.proposer) return OG_ERROR("--speculative runs the engine in process; with --url the server decides");
   if (!o.url.empty() && o.request_rate > 0) return OG_ERROR("--url takes --concurrency, not --request-rate");
+  if (!o.url.empty() && !o.json_schema_file.empty()) return OG_ERROR("--json-schema constrains the engine in process, not --url");
+  if (!o.json_schema_file.empty()) {
+    OG_ASSIGN_OR_RETURN(std::string schema, read_input_file(o.json_schema_file, kMaxSchemaBytes));
+    o.constraint = ConstraintSpec{ConstraintKind::kJsonSchema, std::move(schema)};
+  }
   if (!o.url.empty() && o.engine.model.tensor_parallel > 1) {
     return OG_ERROR("--tensor-parallel shards the engine in process; with --url the server decides");
   }
@@ -122,7 +136,8 @@ Result<ServeResult> serve(genai::Engine& engine, const ServeBenchOptions& o, con
     while (next < n && (o.request_rate > 0 ? w.arrivals[static_cast<size_t>(next)] <= now() : in_flight < o.concurrency)) {
       genai::RequestParams p;
       p.sampling.greedy = true;
-      p.ignore_eos = true;
+      p.ignore_eos = !o.constraint;  // a constrained request ends where its schema lets it
+      p.constraint = o.constraint;
       p.max_new_tokens = w.gen_lens[static_cast<size_t>(next)];
       p.speculative = o.speculation;
       OG_ASSIGN_OR_RETURN(const uint64_t id, engine.add_request(w.prompts[static_cast<size_t>(next)], p));
@@ -212,6 +227,8 @@ nlohmann::ordered_json summarize(const ServeBenchOptions& o, const ServeResult& 
           {"tpot_ms", distribution(tpot)},
           {"itl_ms", distribution(itl)},
           {"e2e_ms", distribution(e2e)},
+          {"output_tokens", r.output_tokens},
+          {"json_schema", o.json_schema_file},
           {"prompt_tokens", r.prompt_tokens},
           {"cached_prompt_tokens", r.cached_prompt_tokens},
           {"kv_blocks", st.kv_blocks},

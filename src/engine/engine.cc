@@ -9,6 +9,7 @@
 #include <map>
 #include <mutex>
 
+#include "core/thread_pool.h"
 #include "engine/kv_block_pool.h"
 #include "engine/paged_runner.h"
 #include "engine/request.h"
@@ -68,6 +69,7 @@ struct Engine::Impl {
   std::vector<std::vector<float>> logits;                 // per sampling run of the step
   std::vector<int32_t> device_tokens;                     // or its token picked on the device
   std::vector<DeviceDraw> draws;                          // how the device picks them
+  std::unique_ptr<ThreadPool> mask_pool;                   // computes the device draws' token masks
   EngineStats stats;
 
   // Filled by other threads, drained by step().
@@ -80,7 +82,8 @@ struct Engine::Impl {
   Result<std::unique_ptr<Request>> make_request(std::vector<int32_t> prompt, const RequestParams& params) const;
   void drain_inbox(std::vector<RequestOutput>& outputs);
   Status step_paged(std::vector<RequestOutput>& outputs);
-  bool plan_device_draws(std::span<const ScheduledRun> runs);
+  Result<bool> plan_device_draws(std::span<const ScheduledRun> runs);
+  Status compute_masks(std::span<const ScheduledRun> runs);
   Status draft_for_running();
   Status keep_verified(Request& r, std::span<const std::vector<float>> logits, std::span<const int32_t> argmax);
   int64_t tokens_left(const Request& r) const;
@@ -197,9 +200,10 @@ Result<std::unique_ptr<Request>> Engine::Impl::make_request(std::vector<int32_t>
     }
   }
   OG_ASSIGN_OR_RETURN(std::shared_ptr<CompiledConstraint> constraint, compile_constraint(*parts, params.constraint));
-  if (constraint) add_constraint_processor(constraint, chain);
+  if (constraint) r->masker = add_constraint_processor(constraint, chain);
   r->plain_argmax = takes_plain_argmax(params.sampling, chain);
   r->device_sampling = takes_device_sampling(params.sampling, chain);
+  r->device_masked = takes_masked_device_sampling(params.sampling, chain);
   OG_ASSIGN_OR_RETURN(Sampler sampler, Sampler::create(params.sampling, static_cast<int32_t>(vocab), std::move(chain)));
   r->sampler.emplace(std::move(sampler));
   if (parts->tokenizer) r->text.emplace(*parts->tokenizer, r->params.stop_strings, params.skip_special_tokens);
@@ -360,35 +364,67 @@ Status Engine::Impl::keep_verified(Request& r, std::span<const std::vector<float
 }
 
 // Whether every sampling position of the step can take its token on the device (the argmax, or a
-// draw of a request whose chain SampleTokens computes exactly, without a draft to verify); if so
-// fills `draws`, each draw taking its request's next uniform as its Sampler would.
-bool Engine::Impl::plan_device_draws(std::span<const ScheduledRun> runs) {
+// draw of a request whose chain SampleTokens computes exactly, given its constraint's mask if it
+// has one, without a draft to verify); if so fills `draws`, each sampled draw taking its request's
+// next uniform as its Sampler would (a greedy one takes none).
+Result<bool> Engine::Impl::plan_device_draws(std::span<const ScheduledRun> runs) {
   bool sampled = false;
   for (const ScheduledRun& run : runs) {
     if (!run.samples()) continue;
     const auto& r = static_cast<const Request&>(*run.request);
     if (r.plain_argmax) continue;
-    if (!r.device_sampling || run.sampled_rows() != 1) return false;
+    if (!(r.device_sampling || r.device_masked) || run.sampled_rows() != 1) return false;
     sampled = true;
   }
   if (!(sampled ? runner->device_draws() : runner->device_argmax())) return false;
+  OG_RETURN_IF_ERROR(compute_masks(runs));
   draws.clear();
   for (const ScheduledRun& run : runs) {
     auto& r = static_cast<Request&>(*run.request);
     for (int64_t k = 0; k < run.sampled_rows(); ++k) {
-      draws.push_back(r.plain_argmax ? DeviceDraw{}
-                                     : DeviceDraw{device_sampling_params(r.params.sampling), r.sampler->next_uniform()});
-      stats.device_sampled_tokens += r.plain_argmax ? 0 : 1;
+      if (r.plain_argmax) {
+        draws.emplace_back();
+        continue;
+      }
+      const bool greedy = r.params.sampling.is_greedy();
+      draws.push_back(DeviceDraw{device_sampling_params(r.params.sampling), greedy ? 0.0 : r.sampler->next_uniform(),
+                                 r.device_masked ? r.device_mask : std::span<const uint64_t>()});
+      stats.device_sampled_tokens += greedy ? 0 : 1;
     }
   }
   return true;
+}
+
+// The masks of the step's masked device draws, on host threads (one request's matcher each).
+Status Engine::Impl::compute_masks(std::span<const ScheduledRun> runs) {
+  std::vector<Request*> masked;
+  for (const ScheduledRun& run : runs) {
+    auto& r = static_cast<Request&>(*run.request);
+    if (run.samples() && r.device_masked) masked.push_back(&r);
+  }
+  if (masked.empty()) return Status::ok();
+  if (!mask_pool) mask_pool = std::make_unique<ThreadPool>(std::min(hardware_threads(), 8));
+  std::vector<Status> failed(masked.size(), Status::ok());
+  mask_pool->parallel_for(static_cast<int64_t>(masked.size()), 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      Request& r = *masked[static_cast<size_t>(i)];
+      Result<std::span<const uint64_t>> mask = r.masker->mask_for(r.history());
+      if (mask.is_ok()) {
+        r.device_mask = *mask;
+      } else {
+        failed[static_cast<size_t>(i)] = mask.status().with_context("request " + std::to_string(r.id));
+      }
+    }
+  });
+  for (const Status& s : failed) OG_RETURN_IF_ERROR(s);
+  return Status::ok();
 }
 
 Status Engine::Impl::step_paged(std::vector<RequestOutput>& outputs) {
   OG_RETURN_IF_ERROR(draft_for_running());
   const std::vector<ScheduledRun> runs = scheduler->schedule();
   if (runs.empty()) return Status::ok();
-  const bool on_device = plan_device_draws(runs);
+  OG_ASSIGN_OR_RETURN(const bool on_device, plan_device_draws(runs));
   const Clock::time_point start = Clock::now();
   for (const ScheduledRun& run : runs) note_scheduled(static_cast<Request&>(*run.request), start);
   OG_ASSIGN_OR_RETURN(const bool took_tokens, runner->run(runs, on_device ? &draws : nullptr, logits, device_tokens));

@@ -132,6 +132,7 @@ Status PagedRunner::fill_inputs(const Rank& rank, const Feed& feed, std::vector<
         break;  // bound once, at creation
       case InputRole::kSamplingParams:
       case InputRole::kSamplingUniforms:
+      case InputRole::kSamplingMask:
         break;  // fill_draws
       case InputRole::kAttentionMask:
       case InputRole::kUseCacheBranch:
@@ -142,20 +143,47 @@ Status PagedRunner::fill_inputs(const Rank& rank, const Feed& feed, std::vector<
   return Status::ok();
 }
 
-Status PagedRunner::fill_draws(const Rank& rank, const Feed& feed, std::vector<Tensor>& inputs) {
+Status PagedRunner::fill_masks(const Feed& feed, int64_t masked, Tensor& storage, Tensor& input) const {
+  const int64_t words = genai::mask_words(model_.io.vocab_size);
+  if (!storage.defined() || storage.shape()[0] < feed.rows) {
+    OG_ASSIGN_OR_RETURN(storage, Tensor::allocate(DType::kI64, Shape{feed.rows, words}));
+  }
+  int64_t fed = 0;  // M
+  if (masked > 0) fed = std::min(feed.rows, int64_t{1} << std::bit_width(static_cast<uint64_t>(masked - 1)));
+  input = Tensor::view(DType::kI64, Shape{fed, words}, storage.raw());
+  auto* out = reinterpret_cast<uint64_t*>(storage.data<int64_t>());
+  for (size_t k = 0; masked > 0 && k < feed.draws->size(); ++k) {
+    const DeviceDraw& draw = (*feed.draws)[k];
+    if (draw.mask.empty()) continue;
+    if (static_cast<int64_t>(draw.mask.size()) != words) {
+      return OG_ERROR("internal error: a token mask of ", draw.mask.size(), " words for ", words);
+    }
+    out = std::copy(draw.mask.begin(), draw.mask.end(), out);
+  }
+  return Status::ok();
+}
+
+Status PagedRunner::fill_draws(const Rank& rank, const Feed& feed, BucketIo& bucket) const {
   const genai::DecoderIo& io = *rank.io;
   const int64_t rows = feed.rows;
   const std::span<const int64_t> rows_at = feed.rows_at;
   const std::vector<DeviceDraw>* draws = feed.draws;
   const DeviceDraw none;
+  int64_t masked = 0;
+  for (size_t k = 0; draws != nullptr && k < rows_at.size(); ++k) masked += (*draws)[k].mask.empty() ? 0 : 1;
   for (size_t i = 0; i < io.roles.size(); ++i) {
-    Tensor& t = inputs[i];
+    Tensor& t = bucket.inputs[i];
     if (io.roles[i] == InputRole::kSamplingParams) {
       OG_RETURN_IF_ERROR(genai::reuse_tensor(t, DType::kF32, Shape{rows, kSampleParamCount}));
       for (int64_t r = 0; r < rows; ++r) std::copy(none.params.begin(), none.params.end(), t.data<float>() + r * kSampleParamCount);
+      int64_t slot = 0;
       for (size_t k = 0; draws != nullptr && k < rows_at.size(); ++k) {
-        std::copy((*draws)[k].params.begin(), (*draws)[k].params.end(), t.data<float>() + rows_at[k] * kSampleParamCount);
+        float* row = t.data<float>() + rows_at[k] * kSampleParamCount;
+        std::copy((*draws)[k].params.begin(), (*draws)[k].params.end(), row);
+        if (!(*draws)[k].mask.empty()) row[kSampleMaskSlot] = static_cast<float>(++slot);
       }
+    } else if (io.roles[i] == InputRole::kSamplingMask) {
+      OG_RETURN_IF_ERROR(fill_masks(feed, masked, bucket.masks, t));
     } else if (io.roles[i] == InputRole::kSamplingUniforms) {
       OG_RETURN_IF_ERROR(genai::reuse_tensor(t, DType::kF64, Shape{rows}));
       std::fill_n(t.data<double>(), rows, genai::kNoDraw);
@@ -268,7 +296,7 @@ Status PagedRunner::run_rank(size_t r, const Feed& feed) {
   const genai::DecoderIo& d = *rank.io;
   BucketIo& io = bucket_io(rank, feed.tokens);
   OG_RETURN_IF_ERROR(fill_inputs(rank, feed, io.inputs));
-  OG_RETURN_IF_ERROR(fill_draws(rank, feed, io.inputs));
+  OG_RETURN_IF_ERROR(fill_draws(rank, feed, io));
   OG_RETURN_IF_ERROR(bind_logits(rank, io, feed.rows, feed.draws != nullptr));
   OG_RETURN_IF_ERROR(rank.session->run_into(io.inputs, io.outputs).with_context("running the paged decoder"));
   for (size_t k = 0; k < d.kv.size(); ++k) {

@@ -39,9 +39,11 @@ struct PagedRunnerLimits {
 
 // How the device picks a sampling row's token: its SampleTokens params and uniform (what the
 // request's Sampler would draw next), or with a uniform of genai::kNoDraw the plain argmax.
+// With a mask (structured output), the token is picked among those it allows.
 struct DeviceDraw {
   genai::DeviceSamplingParams params = genai::device_sampling_params(SamplingParams{});
   double uniform = genai::kNoDraw;
+  std::span<const uint64_t> mask;  // genai::mask_words(vocab) words, or empty: every token
 };
 
 class PagedRunner {
@@ -72,6 +74,9 @@ class PagedRunner {
   // CUDA graph replays instead of being recorded again when steps alternate between buckets.
   struct BucketIo {
     std::vector<Tensor> inputs, outputs;
+    // The token masks' storage, a row per logit row: steps with m masks feed its first M rows
+    // (M the power of two from m, at most the rows), so one plan serves each M.
+    Tensor masks;
   };
   // One rank's decoder (the whole decoder without tensor parallelism).
   struct Rank {
@@ -90,9 +95,12 @@ class PagedRunner {
   static BucketIo& bucket_io(Rank& rank, int64_t tokens);
   int64_t sequence_slots(int64_t tokens) const { return std::min(tokens, limits_.max_num_seqs); }
   Status fill_inputs(const Rank& rank, const Feed& feed, std::vector<Tensor>& inputs) const;
-  // SampleTokens' params and uniforms for `rows` logit rows: draws[k] at row rows_at[k], the
-  // others (and all without draws) asking for no token.
-  static Status fill_draws(const Rank& rank, const Feed& feed, std::vector<Tensor>& inputs);
+  // SampleTokens' params, uniforms and masks for `rows` logit rows: draws[k] at row rows_at[k],
+  // the others (and all without draws) asking for no token.
+  Status fill_draws(const Rank& rank, const Feed& feed, BucketIo& io) const;
+  // The masks of feed.draws' masked rows (`masked` of them), in slot order, into `storage`, and
+  // `input` as its first M rows.
+  Status fill_masks(const Feed& feed, int64_t masked, Tensor& storage, Tensor& input) const;
   static Status bind_logits(const Rank& rank, BucketIo& io, int64_t rows, bool on_device);
   // Fills rank `r`'s inputs and runs its session.
   Status run_rank(size_t r, const Feed& feed);

@@ -5,10 +5,12 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "engine/scheduler.h"
+#include "genai/constraint_processor.h"
 #include "genai/speculative.h"
 #include "genai/text_stream.h"
 #include "onnx_genai/engine.h"
@@ -21,6 +23,10 @@ struct Request : ScheduledState {
   std::optional<Sampler> sampler;
   bool plain_argmax = false;     // its token is the raw logits' argmax (the device may pick it)
   bool device_sampling = false;  // SampleTokens draws its token exactly (genai/device_sampling.h)
+  // Structured output: the constraint's mask, and whether SampleTokens given it picks the token.
+  genai::TokenMasker* masker = nullptr;  // owned by the sampler's chain
+  bool device_masked = false;
+  std::span<const uint64_t> device_mask;  // the masker's, computed for this step's device draw
   std::optional<genai::TextStream> text;  // reads params.stop_strings: the request stays put in memory
   // Speculative decoding and fast-forward (params.speculative): who drafts, and how many tokens.
   std::unique_ptr<genai::Drafter> drafter;

@@ -8,17 +8,22 @@ namespace {
 
 // Advances its matcher by the tokens generated since the last step (the history says which:
 // after a rewind it rolls back), then masks the row.
-class ConstraintProcessor final : public LogitProcessor {
+class ConstraintProcessor final : public LogitProcessor, public TokenMasker {
  public:
   explicit ConstraintProcessor(std::shared_ptr<CompiledConstraint> constraint)
       : matcher_(std::move(constraint)), mask_(matcher_.mask_words()) {}
   std::string_view name() const override { return "constraint"; }
 
-  Status apply(const TokenHistory& history, Candidates& candidates) override {
+  Result<std::span<const uint64_t>> mask_for(const TokenHistory& history) override {
     const std::span<const int32_t> generated = history.generated();
     if (generated.size() < matcher_.accepted()) OG_RETURN_IF_ERROR(matcher_.rollback(matcher_.accepted() - generated.size()));
     for (size_t k = matcher_.accepted(); k < generated.size(); ++k) OG_RETURN_IF_ERROR(matcher_.accept_token(generated[k]));
     OG_RETURN_IF_ERROR(matcher_.compute_mask(mask_));
+    return std::span<const uint64_t>(mask_);
+  }
+
+  Status apply(const TokenHistory& history, Candidates& candidates) override {
+    OG_RETURN_IF_ERROR(mask_for(history).status());
     const size_t width = mask_.size() * 64;
     candidates.keep_if([&](int32_t id, float) {
       const auto t = static_cast<size_t>(id);
@@ -51,11 +56,14 @@ Result<std::shared_ptr<CompiledConstraint>> compile_constraint(const ModelParts&
   return compiled;
 }
 
-void add_constraint_processor(std::shared_ptr<CompiledConstraint> constraint, LogitProcessorChain& chain) {
+TokenMasker* add_constraint_processor(std::shared_ptr<CompiledConstraint> constraint, LogitProcessorChain& chain) {
   // A grammar often forces repeats (indentation, "}, {", a key's quotes), and an n-gram ban on the
   // only allowed token leaves nothing to sample: the hard constraint wins over the heuristic.
   std::erase_if(chain, [](const std::unique_ptr<LogitProcessor>& p) { return p->name() == "no_repeat_ngram"; });
-  chain.insert(chain.begin(), std::make_unique<ConstraintProcessor>(std::move(constraint)));
+  auto processor = std::make_unique<ConstraintProcessor>(std::move(constraint));
+  TokenMasker* masker = processor.get();
+  chain.insert(chain.begin(), std::move(processor));
+  return masker;
 }
 
 }  // namespace onnx_genai::genai

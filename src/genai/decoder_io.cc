@@ -115,8 +115,10 @@ Status assign_input_roles(const std::vector<IoInfo>& inputs, const DecoderNames&
     } else if (in.name == kLogitRowsInput) {
       io.roles.push_back(InputRole::kLogitRows);
       io.logit_rows_width = in.dims.size() == 3 ? in.dims[2] : 0;
-    } else if (in.name == kSamplingParamsInput || in.name == kSamplingUniformsInput) {
-      io.roles.push_back(in.name == kSamplingParamsInput ? InputRole::kSamplingParams : InputRole::kSamplingUniforms);
+    } else if (in.name == kSamplingParamsInput || in.name == kSamplingUniformsInput || in.name == kSamplingMaskInput) {
+      io.roles.push_back(in.name == kSamplingParamsInput     ? InputRole::kSamplingParams
+                         : in.name == kSamplingUniformsInput ? InputRole::kSamplingUniforms
+                                                             : InputRole::kSamplingMask);
     } else if (in.name == kBlockTablesInput || in.name == kQueryStartsInput || in.name == kSeqLensInput) {
       io.roles.push_back(in.name == kBlockTablesInput ? InputRole::kBlockTables
                          : in.name == kQueryStartsInput ? InputRole::kQueryStarts

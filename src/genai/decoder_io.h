@@ -34,7 +34,7 @@
 namespace onnx_genai::genai {
 
 // kLogitRows: the input runtime/generation_passes.h adds (select_logit_rows), [B, R, hidden] positions whose logits to compute.
-// kSamplingParams, kSamplingUniforms: the inputs runtime/generation_passes.h adds (device_sampling.h fills them).
+// kSamplingParams, kSamplingUniforms, kSamplingMask: the inputs runtime/generation_passes.h adds (device_sampling.h fills them).
 enum class InputRole {
   kInputIds,
   kAttentionMask,
@@ -44,6 +44,7 @@ enum class InputRole {
   kLogitRows,
   kSamplingParams,
   kSamplingUniforms,
+  kSamplingMask,
   // The paged graph's (runtime/paged_attention_pass.h): block tables, per-sequence token offsets
   // and lengths, and per layer a key or value block pool (bound to kv like a past input).
   kBlockTables,

@@ -144,6 +144,9 @@ Status DecoderRunner::fill_inputs(std::span<const RunRow> rows, int64_t width, i
       case InputRole::kSamplingUniforms:
         OG_RETURN_IF_ERROR(fill_sampling_input(t, io_.roles[i], sampling_params_, uniforms_));
         break;
+      case InputRole::kSamplingMask:
+        OG_RETURN_IF_ERROR(fill_no_masks(t, io_.vocab_size));
+        break;
       case InputRole::kBlockTables:
       case InputRole::kQueryStarts:
       case InputRole::kSeqLens:

@@ -25,20 +25,32 @@ Status fill(Tensor& t, InputRole role, int64_t rows, const DeviceSamplingParams&
   return Status::ok();
 }
 
-}  // namespace
-
-bool takes_device_sampling(const SamplingParams& params, const LogitProcessorChain& chain) {
+// Whether the op draws what `params` through the processors [first, last) draw.
+bool op_draws(const SamplingParams& params, LogitProcessorChain::const_iterator first,
+              LogitProcessorChain::const_iterator last) {
   if (params.is_greedy() || params.logprobs) return false;
   if (params.min_p > 0.0f && params.min_p < kSampleMinPExactFloor) return false;
-  return std::all_of(chain.begin(), chain.end(), [](const std::unique_ptr<LogitProcessor>& processor) {
+  return std::all_of(first, last, [](const std::unique_ptr<LogitProcessor>& processor) {
     const std::string_view name = processor->name();
     return name == "temperature" || name == "top_k" || name == "top_p" || name == "min_p";
   });
 }
 
+}  // namespace
+
+bool takes_device_sampling(const SamplingParams& params, const LogitProcessorChain& chain) {
+  return op_draws(params, chain.begin(), chain.end());
+}
+
+bool takes_masked_device_sampling(const SamplingParams& params, const LogitProcessorChain& chain) {
+  if (chain.empty() || chain.front()->name() != "constraint") return false;
+  if (params.is_greedy()) return !params.logprobs && chain.size() == 1;
+  return op_draws(params, chain.begin() + 1, chain.end());
+}
+
 DeviceSamplingParams device_sampling_params(const SamplingParams& params) {
   DeviceSamplingParams row{};
-  row[kSampleTemperature] = params.temperature;
+  row[kSampleTemperature] = params.is_greedy() ? 0.0f : params.temperature;
   row[kSampleTopK] = static_cast<float>(params.top_k);  // exact up to 2^24; any k >= the vocabulary keeps all
   row[kSampleTopP] = params.top_p;
   row[kSampleMinP] = params.min_p;
@@ -54,6 +66,8 @@ Status fill_sampling_input(Tensor& t, InputRole role, const DeviceSamplingParams
 Status fill_no_sampling(Tensor& t, InputRole role, int64_t rows) {
   return fill(t, role, rows, device_sampling_params(SamplingParams{}), [](int64_t) { return kNoDraw; });
 }
+
+Status fill_no_masks(Tensor& t, int64_t vocab) { return reuse_tensor(t, DType::kI64, Shape{0, mask_words(vocab)}); }
 
 Result<int32_t> sampled_token(const Tensor& tokens, int64_t row, int64_t vocab) {
   const int64_t token = tokens.data<int64_t>()[row];

@@ -17,6 +17,11 @@
 // the decoder; rows asking for no token (uniform -1: greedy and host-sampled runs, perplexity)
 // cost it nothing.
 //
+// A third input, onnx_genai.sampling_mask int64 [M, ceil(V / 64)], holds structured output's
+// token masks: a row whose chain is a constraint's mask followed by what the op computes
+// (takes_masked_device_sampling) names its mask in its params' mask slot, and the op draws (or
+// takes the argmax) among the tokens it allows. Runs without masks feed it [0, ceil(V / 64)].
+//
 // When every sequence's chain is temperature / top-k / top-p / min-p alone (takes_device_sampling),
 // the DecoderRunner keeps the logits on the device for each run whose rows' tokens follow their
 // last position, draws the uniforms, and hands over the op's tokens; the generator then samples
@@ -47,8 +52,18 @@ using DeviceSamplingParams = std::array<float, kSampleParamCount>;
 // logprobs, and no min_p so small that only its log decides (sampling_layout.h).
 bool takes_device_sampling(const SamplingParams& params, const LogitProcessorChain& chain);
 
-// The op's params row for `params`.
+// Whether a sequence whose chain starts with a constraint's mask (constraint_processor.h) takes
+// exactly the op's token given that mask: after it, greedy with nothing more, or a chain
+// takes_device_sampling accepts.
+bool takes_masked_device_sampling(const SamplingParams& params, const LogitProcessorChain& chain);
+
+// The op's params row for `params` (temperature 0 when greedy), with no mask.
 DeviceSamplingParams device_sampling_params(const SamplingParams& params);
+
+// Words of a token mask over `vocab` tokens.
+constexpr int64_t mask_words(int64_t vocab) { return (vocab + 63) / 64; }
+// Sizes `t`, the kSamplingMask input, for no masks over `vocab` tokens: [0, mask_words(vocab)].
+Status fill_no_masks(Tensor& t, int64_t vocab);
 
 // Sizes and fills `t`, the decoder input of `role` (kSamplingParams or kSamplingUniforms), for
 // uniforms.size() rows: `params` in every row, and each row's uniform (kNoDraw: no token).

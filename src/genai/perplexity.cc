@@ -120,6 +120,9 @@ class WindowRunner {
         case InputRole::kSamplingUniforms:
           OG_RETURN_IF_ERROR(fill_no_sampling(t, io_.roles[i], 1));  // scores need no token
           break;
+        case InputRole::kSamplingMask:
+          OG_RETURN_IF_ERROR(fill_no_masks(t, io_.vocab_size));
+          break;
         case InputRole::kBlockTables:
         case InputRole::kQueryStarts:
         case InputRole::kSeqLens:

@@ -200,13 +200,16 @@ Result<bool> add_greedy_tokens_output(Graph& graph, const std::string& logits_na
 Result<bool> add_sampled_tokens_output(Graph& graph, const std::string& logits_name, bool every_position) {
   Value* logits = graph.find_value(logits_name);
   if (logits == nullptr || !graph.is_output(logits) || (logits->dims && logits->dims->size() != 3)) return false;
-  for (const char* name : {kSampledTokensOutput, kSamplingParamsInput, kSamplingUniformsInput}) {
+  for (const char* name : {kSampledTokensOutput, kSamplingParamsInput, kSamplingUniformsInput, kSamplingMaskInput}) {
     if (graph.find_value(name) != nullptr) return OG_ERROR("the decoder already has a value named '", name, "'");
   }
   const Dim batch = !logits->dims ? Dim{-1, every_position ? "logit_rows" : "batch_size"}
                     : every_position ? (*logits->dims)[1] : logits->dims->front();
   Value* params = graph.add_input(kSamplingParamsInput, DType::kF32, {batch, Dim{kSampleParamCount, ""}});
   Value* uniforms = graph.add_input(kSamplingUniformsInput, DType::kF64, {batch});
+  const Dim vocab = logits->dims ? logits->dims->back() : Dim{-1, "vocab"};
+  const Dim words = vocab.value > 0 ? Dim{(vocab.value + 63) / 64, ""} : Dim{-1, "mask_words"};
+  Value* masks = graph.add_input(kSamplingMaskInput, DType::kI64, {Dim{-1, "masks"}, words});
   Value* tokens = graph.add_value(kSampledTokensOutput);
   tokens->dtype = DType::kI64;
   tokens->dims = std::vector<Dim>{batch};
@@ -217,7 +220,7 @@ Result<bool> add_sampled_tokens_output(Graph& graph, const std::string& logits_n
   sample->domain = SampleTokensParams::kDomain;
   sample->op_type = SampleTokensParams::kOpType;
   sample->opset = 1;
-  sample->inputs = {logits, params, uniforms};
+  sample->inputs = {logits, params, uniforms, masks};
   sample->outputs = {tokens};
   if (every_position) sample->attrs.set("every_position", Attribute{.kind = Attribute::Kind::kInt, .i = 1});
   graph.add_node(std::move(sample));

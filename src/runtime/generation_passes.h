@@ -37,8 +37,8 @@
 //
 // ---- the sampled token in the graph --------------------------------------------------------------
 // onnx_genai.sampled_tokens = SampleTokens(logits, onnx_genai.sampling_params,
-// onnx_genai.sampling_uniforms) (ops/schema/sampling.h): genai/device_sampling.h fills the inputs
-// and reads the output.
+// onnx_genai.sampling_uniforms, onnx_genai.sampling_mask) (ops/schema/sampling.h):
+// genai/device_sampling.h fills the inputs and reads the output.
 #pragma once
 
 #include <set>
@@ -55,6 +55,7 @@ inline constexpr const char* kGreedyTokensOutput = "onnx_genai.greedy_tokens";
 inline constexpr const char* kSampledTokensOutput = "onnx_genai.sampled_tokens";
 inline constexpr const char* kSamplingParamsInput = "onnx_genai.sampling_params";
 inline constexpr const char* kSamplingUniformsInput = "onnx_genai.sampling_uniforms";
+inline constexpr const char* kSamplingMaskInput = "onnx_genai.sampling_mask";
 
 // Rewrites `graph` when its logits output has such an LM head; returns whether it did (graphs
 // of other shapes are left as they are and keep computing every position).
@@ -63,9 +64,9 @@ Result<bool> select_logit_rows(Graph& graph, const std::string& logits_name);
 // Adds onnx_genai.greedy_tokens when `logits_name` is a graph output; returns whether it did.
 Result<bool> add_greedy_tokens_output(Graph& graph, const std::string& logits_name);
 
-// Adds onnx_genai.sampled_tokens and its two inputs when `logits_name` is a rank-3 graph output;
+// Adds onnx_genai.sampled_tokens and its three inputs when `logits_name` is a rank-3 graph output;
 // returns whether it did. With `every_position` (the paged decoder's packed logits [1, R, V]) each
-// position is a row: params [R, 4], uniforms [R], tokens [R].
+// position is a row: params [R, 5], uniforms [R], tokens [R]; masks [M, ceil(V / 64)] either way.
 Result<bool> add_sampled_tokens_output(Graph& graph, const std::string& logits_name, bool every_position = false);
 
 // The LM head (a MatMul or MatMulNBits) feeding `logits` through position-wise ops only, with the

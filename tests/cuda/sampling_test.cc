@@ -25,7 +25,7 @@ class SampleTokensCuda : public CudaKernelTest {
  protected:
   // Runs the case on both kernels; every row's token (or code) must be equal.
   void expect_equal_tokens(const SampleTokensCase& c) {
-    const std::vector<Tensor> inputs = {c.logits, c.params, c.uniforms};
+    const std::vector<Tensor> inputs = c.inputs();
     CudaNode node("SampleTokens", "onnx_genai", {true});
     const Node& n = node.with_inputs(inputs);
     auto cpu = run_on_cpu(n, inputs);
@@ -66,6 +66,25 @@ TEST_F(SampleTokensCuda, RandomRowsDrawTheCpuKernelsTokens) {
       }
     }
   }
+}
+
+// Structured output's token masks: dense, sparse and half-vocabulary masks, some rows unmasked;
+// past 327680 tokens the masked logits are re-read rather than cached.
+TEST_F(SampleTokensCuda, MaskedRowsDrawTheCpuKernelsTokens) {
+  for (const DType dtype : {DType::kF32, DType::kBF16}) {
+    for (const int64_t vocab : {1, 65, 1000, 40000, 151936}) {
+      for (int trial = 0; trial < 3; ++trial) {
+        SampleTokensCase c = make_case("masked " + std::string(dtype_name(dtype)) + " V=" + std::to_string(vocab) + " #" +
+                                           std::to_string(trial),
+                                       dtype, 16, 1 + trial % 2, vocab, rng_);
+        add_masks(c, rng_);
+        expect_equal_tokens(c);
+      }
+    }
+  }
+  SampleTokensCase big = make_case("masked f32 V=400000", DType::kF32, 6, 1, 400000, rng_);
+  add_masks(big, rng_);
+  expect_equal_tokens(big);
 }
 
 // Qwen's vocabulary; 262144 (a block's slice of 32768 still cached); past 327680 (slices of more

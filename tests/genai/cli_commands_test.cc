@@ -271,6 +271,17 @@ TEST_F(CliCommands, BenchServeReportsEveryRequest) {
   const nlohmann::json q = nlohmann::json::parse(paused.out, nullptr, false);
   ASSERT_TRUE(q.is_object()) << paused.out;
   EXPECT_EQ(q["drafted_tokens"], 0);
+  // Every request under a JSON schema: ends where the schema lets it or at its length, each output
+  // counted (records.json needs 24 records, far more than 6 tokens).
+  const std::string schema = (fs::path(OG_SOURCE_DIR) / "bench/schemas/records.json").string();
+  const CommandResult constrained = cli("bench-serve " + shell_quote(dir_.string()) +
+                                        " --num-requests 4 --concurrency 2 --prompt-len 12 --gen-len 6 --range 0"
+                                        " --threads 1 --json-schema " + shell_quote(schema) + " --json");
+  ASSERT_EQ(constrained.exit_code, 0) << constrained.err;
+  const nlohmann::json c = nlohmann::json::parse(constrained.out, nullptr, false);
+  ASSERT_TRUE(c.is_object()) << constrained.out;
+  EXPECT_EQ(c["requests"], 4);
+  EXPECT_EQ(c["output_tokens"], 4 * 6);
 }
 
 TEST_F(CliCommands, RunAnswersOverAPipe) {
@@ -325,6 +336,9 @@ TEST_F(CliCommands, BadInputExitsTwoWithOneLine) {
   expect_bad_input("bench-serve " + model + " --url http://127.0.0.1:9 --speculative ngram",
                    "--speculative runs the engine in process; with --url the server decides");
   expect_bad_input("bench-serve " + model + " --speculative /no/such/draft", "--speculative draft model");
+  expect_bad_input("bench-serve " + model + " --json-schema /no/such/schema.json", "/no/such/schema.json");
+  expect_bad_input("bench-serve " + model + " --url http://127.0.0.1:9 --json-schema /dev/null",
+                   "--json-schema constrains the engine in process, not --url");
   expect_bad_input("run " + model + " --bogus", "unknown option '--bogus'");
   expect_bad_input("run " + shell_quote(int4_dir_.string()), "has no tokenizer.json");
 }

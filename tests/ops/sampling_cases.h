@@ -10,8 +10,10 @@
 // Positions before the last one (R > 1) hold NaN, which only a kernel reading them would see.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <random>
 #include <string>
@@ -27,6 +29,12 @@ struct SampleTokensCase {
   Tensor logits;    // [B, R, V]
   Tensor params;    // [B, kSampleParamCount] f32
   Tensor uniforms;  // [B] f64
+  Tensor allowed;   // [M, W] int64 token bit sets (add_masks), or empty: no masks
+
+  std::vector<Tensor> inputs() const {
+    if (allowed.shape().rank() == 0) return {logits, params, uniforms};
+    return {logits, params, uniforms, allowed};
+  }
 };
 
 enum class RowKind { kNormal, kGrid, kSignedZeros, kHuge, kSparse, kPeaked, kFlat, kAllNegInf, kNaN, kPosInf };
@@ -138,6 +146,28 @@ inline SampleTokensCase make_case(std::string name, DType dtype, int64_t batch, 
     c.uniforms.data<double>()[b] = d.uniform;
   }
   return c;
+}
+
+// Gives `c` three token masks, as structured output's would be: most tokens allowed, a handful,
+// and half of the vocabulary's first half; in one case of three the masks' words stop halfway
+// (tokens past them are not allowed). About three rows in four take one (mask slot m + 1).
+inline void add_masks(SampleTokensCase& c, std::mt19937& rng) {
+  const int64_t vocab = c.logits.shape()[2], batch = c.logits.shape()[0];
+  const int64_t full = (vocab + 63) / 64;
+  const int64_t words = full > 1 && rng() % 3 == 0 ? full / 2 : full;
+  c.allowed = Tensor::allocate(DType::kI64, Shape{3, words}).value();
+  auto* bits = reinterpret_cast<uint64_t*>(c.allowed.data<int64_t>());
+  std::fill_n(bits, 3 * words, uint64_t{0});
+  const auto allow = [&](int64_t mask, int64_t t) {
+    if (t < words * 64) bits[mask * words + (t >> 6)] |= uint64_t{1} << (t & 63);
+  };
+  std::uniform_int_distribution<int64_t> any(0, vocab - 1);
+  for (int64_t t = 0; t < vocab; ++t) {
+    if (rng() % 10 != 0) allow(0, t);
+    if (t < (vocab + 1) / 2 && rng() % 2 == 0) allow(2, t);
+  }
+  for (int k = 0; k < 5; ++k) allow(1, any(rng));
+  for (int64_t b = 0; b < batch; ++b) c.params.data<float>()[b * kSampleParamCount + kSampleMaskSlot] = static_cast<float>(rng() % 4);
 }
 
 // Row b's sampled logits as floats (what the generator hands the Sampler).

@@ -25,6 +25,24 @@ Result<std::vector<Tensor>> sample_tokens(const std::vector<Tensor>& inputs) {
   return OpCall("SampleTokens", 1, "onnx_genai").run(inputs);
 }
 
+// The contract's model of a mask: what genai's constraint processor does with its matcher's mask,
+// first in the chain (genai/constraint_processor.cc), with the Sampler's own nothing-left error.
+class MaskProcessor final : public LogitProcessor {
+ public:
+  MaskProcessor(const uint64_t* words, int64_t count) : words_(words), count_(count) {}
+  std::string_view name() const override { return "mask"; }
+  Status apply(const TokenHistory&, Candidates& candidates) override {
+    candidates.keep_if([&](int32_t id, float) {
+      return id < count_ * 64 && ((words_[id >> 6] >> (id & 63)) & 1);
+    });
+    return candidates.ids().empty() ? sampling::nothing_left() : Status::ok();
+  }
+
+ private:
+  const uint64_t* words_;
+  int64_t count_;
+};
+
 // What row b must give: the seeded Sampler's token, or the code for why there is none. Sets the
 // row's uniform to the one that Sampler draws (unless the row asks for no token or is invalid).
 int64_t expected_token(SampleTokensCase& c, int64_t b, uint64_t seed) {
@@ -32,7 +50,10 @@ int64_t expected_token(SampleTokensCase& c, int64_t b, uint64_t seed) {
   double& uniform = c.uniforms.data<double>()[b];
   if (uniform < 0.0) return kSampleNoToken;
   const float top_k = p[kSampleTopK];
-  if (!(std::isfinite(top_k) && top_k >= 0.0f && top_k == std::floor(top_k)) || !(uniform < 1.0)) {
+  const float slot = p[kSampleMaskSlot];
+  const int64_t masks = c.allowed.shape().rank() == 2 ? c.allowed.shape()[0] : 0;
+  if (!(std::isfinite(top_k) && top_k >= 0.0f && top_k == std::floor(top_k)) || !(uniform < 1.0) ||
+      !(slot >= 0.0f && slot == std::floor(slot) && slot <= static_cast<float>(masks))) {
     return kSampleInvalidParams;
   }
   SamplingParams params;
@@ -42,7 +63,14 @@ int64_t expected_token(SampleTokensCase& c, int64_t b, uint64_t seed) {
   params.min_p = p[kSampleMinP];
   params.seed = seed;
   const auto vocab = static_cast<int32_t>(c.logits.shape()[2]);
-  auto sampler = Sampler::create(params, vocab);
+  auto chain = make_logit_processors(params);
+  if (!chain.is_ok()) return kSampleInvalidParams;
+  if (slot > 0.0f) {
+    const int64_t words = c.allowed.shape()[1];
+    const auto* mask = reinterpret_cast<const uint64_t*>(c.allowed.data<int64_t>()) + (static_cast<int64_t>(slot) - 1) * words;
+    chain->insert(chain->begin(), std::make_unique<MaskProcessor>(mask, words));
+  }
+  auto sampler = Sampler::create(params, vocab, std::move(*chain));
   auto twin = Sampler::create(params, vocab);
   if (!sampler.is_ok() || !twin.is_ok()) return kSampleInvalidParams;
   uniform = twin->next_uniform();
@@ -50,14 +78,15 @@ int64_t expected_token(SampleTokensCase& c, int64_t b, uint64_t seed) {
   const Result<SampledToken> sampled = sampler->sample(row, {});
   if (sampled.is_ok()) return sampled->token;
   if (!sampling::check_logits(row).is_ok()) return kSampleInvalidLogits;
-  EXPECT_EQ(sampled.status().message(), sampling::nothing_left().message());
+  // (A mask processor's error carries its name before the Sampler's message.)
+  EXPECT_TRUE(sampled.status().message().ends_with(sampling::nothing_left().message())) << sampled.status().message();
   return kSampleNothingLeft;
 }
 
 void expect_samplers_tokens(SampleTokensCase c, uint64_t seed) {
   std::vector<int64_t> want;
   for (int64_t b = 0; b < c.logits.shape()[0]; ++b) want.push_back(expected_token(c, b, seed + static_cast<uint64_t>(b)));
-  auto got = sample_tokens({c.logits, c.params, c.uniforms});
+  auto got = sample_tokens(c.inputs());
   ASSERT_TRUE(got.is_ok()) << c.name << ": " << got.status().message();
   ASSERT_EQ((*got)[0].shape(), Shape{c.logits.shape()[0]}) << c.name;
   const std::vector<int64_t> tokens = values_of<int64_t>((*got)[0]);
@@ -80,6 +109,49 @@ TEST(SampleTokens, EveryRowIsTheSeededSamplersToken) {
       }
     }
   }
+}
+
+// Token masks (structured output on a device): each masked row is the token of a Sampler whose
+// chain starts with that mask, as the constraint processor puts it first; greedy rows included.
+TEST(SampleTokens, MaskedRowsAreTheTokensOfAMaskedSampler) {
+  std::mt19937 rng(20261207);
+  uint64_t seed = 7;
+  for (const DType dtype : {DType::kF32, DType::kBF16}) {
+    for (const int64_t vocab : {1, 3, 64, 65, 1000, 5003}) {
+      for (int trial = 0; trial < 4; ++trial) {
+        SampleTokensCase c = make_case("masked " + std::string(dtype_name(dtype)) + " V=" + std::to_string(vocab) + " #" +
+                                           std::to_string(trial),
+                                       dtype, 24, 1 + trial % 2, vocab, rng);
+        add_masks(c, rng);
+        expect_samplers_tokens(std::move(c), seed);
+        seed += 100;
+      }
+    }
+  }
+  SampleTokensCase qwen = make_case("masked f32 V=151936", DType::kF32, 8, 1, 151936, rng);
+  add_masks(qwen, rng);
+  expect_samplers_tokens(std::move(qwen), 77);
+}
+
+// A mask slot past the masks given (or any slot without them) is invalid, as a bad top_k is.
+TEST(SampleTokens, AMaskSlotWithoutItsMaskIsInvalid) {
+  const Tensor logits = Tensor::from_vector<float>(Shape{1, 1, 3}, {1.0f, 2.0f, 3.0f});
+  const Tensor params = Tensor::from_vector<float>(Shape{1, kSampleParamCount}, {0, 0, 1, 0, 2});
+  const Tensor uniforms = Tensor::from_vector<double>(Shape{1}, {0.5});
+  const Tensor one_mask = Tensor::from_vector<int64_t>(Shape{1, 1}, {0b011});
+  for (const std::vector<Tensor>& inputs : {std::vector<Tensor>{logits, params, uniforms},
+                                            std::vector<Tensor>{logits, params, uniforms, one_mask}}) {
+    auto got = sample_tokens(inputs);
+    ASSERT_TRUE(got.is_ok()) << got.status().message();
+    EXPECT_EQ((*got)[0].data<int64_t>()[0], kSampleInvalidParams);
+  }
+  // Slot 1 takes the mask: greedy among tokens 0 and 1 (token 2, the largest, is not allowed).
+  auto masked = sample_tokens({logits, Tensor::from_vector<float>(Shape{1, kSampleParamCount}, {0, 0, 1, 0, 1}), uniforms, one_mask});
+  ASSERT_TRUE(masked.is_ok()) << masked.status().message();
+  EXPECT_EQ((*masked)[0].data<int64_t>()[0], 1);
+  auto wrong_dtype = sample_tokens({logits, params, uniforms, Tensor::from_vector<int32_t>(Shape{1, 1}, {3})});
+  ASSERT_FALSE(wrong_dtype.is_ok());
+  EXPECT_NE(wrong_dtype.status().message().find("allowed must be int64"), std::string::npos) << wrong_dtype.status().message();
 }
 
 TEST(SampleTokens, QwenSizedRowsAreTheSeededSamplersTokens) {
@@ -106,7 +178,7 @@ TEST(SampleTokens, AStepByStepDrawFollowsTheSamplersGenerator) {
     const std::vector<float> row = make_logits(step % 2 ? RowKind::kNormal : RowKind::kGrid, kVocab, rng);
     const auto want = host->sample(row, {});
     ASSERT_TRUE(want.is_ok()) << want.status().message();
-    const Tensor params_row = Tensor::from_vector<float>(Shape{1, kSampleParamCount}, {0.8f, 40.0f, 0.9f, 0.02f});
+    const Tensor params_row = Tensor::from_vector<float>(Shape{1, kSampleParamCount}, {0.8f, 40.0f, 0.9f, 0.02f, 0.0f});
     auto got = sample_tokens({Tensor::from_vector<float>(Shape{1, 1, kVocab}, row), params_row,
                               Tensor::from_vector<double>(Shape{1}, {device->next_uniform()})});
     ASSERT_TRUE(got.is_ok()) << got.status().message();
@@ -133,7 +205,7 @@ TEST(SampleTokens, EveryPositionSamplesEachPositionAsARow) {
                           .attr_int("every_position", 1)
                           .run({packed, Tensor::allocate(DType::kF32, Shape{1, kSampleParamCount}).value(), c.uniforms});
   ASSERT_FALSE(short_params.is_ok());
-  EXPECT_NE(short_params.status().message().find("params must be [batch, 4]"), std::string::npos);
+  EXPECT_NE(short_params.status().message().find("params must be [batch, 5]"), std::string::npos);
 }
 
 TEST(SampleTokens, BadShapesAndDtypesAreErrors) {
@@ -143,8 +215,8 @@ TEST(SampleTokens, BadShapesAndDtypesAreErrors) {
   const Tensor good = logits(DType::kF32, Shape{2, 1, 10});
   ASSERT_TRUE(sample_tokens({good, params, uniforms}).is_ok());
   const std::pair<std::vector<Tensor>, const char*> kBad[] = {
-      {{good, logits(DType::kF32, Shape{2, 3}), uniforms}, "params must be [batch, 4]"},
-      {{good, logits(DType::kF32, Shape{3, kSampleParamCount}), uniforms}, "params must be [batch, 4]"},
+      {{good, logits(DType::kF32, Shape{2, 3}), uniforms}, "params must be [batch, 5]"},
+      {{good, logits(DType::kF32, Shape{3, kSampleParamCount}), uniforms}, "params must be [batch, 5]"},
       {{good, params, logits(DType::kF64, Shape{2, 1})}, "uniforms must be [batch]"},
       {{logits(DType::kF32, Shape{2, 10}), params, uniforms}, "logits must be [batch, positions >= 1, vocab]"},
       {{logits(DType::kF32, Shape{2, 0, 10}), params, uniforms}, "logits must be [batch, positions >= 1, vocab]"},
@@ -165,6 +237,7 @@ TEST(SampleTokens, BadShapesAndDtypesAreErrors) {
 TEST(SampleTokens, InvalidParamsAndUniformsGiveTheirCode) {
   const std::vector<float> row = {1.0f, 2.0f, 3.0f};
   const std::pair<std::array<float, kSampleParamCount>, double> kCases[] = {
+      {{1, 0, 1, 0, 1}, 0.5},   {{1, 0, 1, 0, 0.5f}, 0.5}, {{1, 0, 1, 0, -1}, 0.5},
       {{-0.5f, 0, 1, 0}, 0.5},  {{NAN, 0, 1, 0}, 0.5},   {{1, -1, 1, 0}, 0.5},  {{1, 1.5f, 1, 0}, 0.5},
       {{1, INFINITY, 1, 0}, 0.5}, {{1, 0, 0, 0}, 0.5},  {{1, 0, 1.5f, 0}, 0.5}, {{1, 0, 1, -0.1f}, 0.5},
       {{1, 0, 1, 2}, 0.5},      {{1, 0, 1, 0}, 1.0},     {{1, 0, 1, 0}, NAN},    {{0, 0, 1, 0}, 2.0},
@@ -179,7 +252,7 @@ TEST(SampleTokens, InvalidParamsAndUniformsGiveTheirCode) {
   }
   // A negative uniform asks for no token: nothing else is looked at.
   auto skipped = sample_tokens({Tensor::from_vector<float>(Shape{1, 1, 3}, {NAN, NAN, NAN}),
-                                Tensor::from_vector<float>(Shape{1, kSampleParamCount}, {-1, -1, -1, -1}),
+                                Tensor::from_vector<float>(Shape{1, kSampleParamCount}, {-1, -1, -1, -1, -1}),
                                 Tensor::from_vector<double>(Shape{1}, {-1.0})});
   ASSERT_TRUE(skipped.is_ok()) << skipped.status().message();
   EXPECT_EQ((*skipped)[0].data<int64_t>()[0], kSampleNoToken);

@@ -41,6 +41,7 @@ class SampleTokensKernel final : public OpKernel {
   Status run(const KernelContext& ctx) const override {
     const auto* params = ctx.input(SampleTokensParams::kParams).ptr<const float>();
     const auto* uniforms = ctx.input(SampleTokensParams::kUniforms).ptr<const double>();
+    const auto* allowed = shape_.mask_rows > 0 ? ctx.input(SampleTokensParams::kAllowed).ptr<const uint64_t>() : nullptr;
     auto* tokens = ctx.output(0).ptr<int64_t>();
     return dispatch_dtype<float, Float16, BFloat16>(shape_.logits_dtype, [&]<typename T>() -> Status {
       const auto* logits = ctx.input(SampleTokensParams::kLogits).ptr<const T>();
@@ -50,7 +51,7 @@ class SampleTokensKernel final : public OpKernel {
         const T* last = logits + ((b + 1) * shape_.positions - 1) * shape_.vocab;
         row.resize(static_cast<size_t>(shape_.vocab));  // widened to float, as the generator widens a row
         for (int64_t v = 0; v < shape_.vocab; ++v) row[static_cast<size_t>(v)] = load(last[v]);
-        OG_ASSIGN_OR_RETURN(tokens[b], sample_row(row, params + b * kSampleParamCount, uniforms[b], scratch));
+        OG_ASSIGN_OR_RETURN(tokens[b], sample_row(row, params + b * kSampleParamCount, uniforms[b], allowed, scratch));
       }
       return Status::ok();
     });
@@ -63,14 +64,26 @@ class SampleTokensKernel final : public OpKernel {
   };
 
   // The Sampler's token for `logits` (or a SampleTokensCode); fails only if a processor does.
-  Result<int64_t> sample_row(std::span<const float> logits, const float* params, double uniform, Scratch& scratch) const {
+  Result<int64_t> sample_row(std::span<const float> logits, const float* params, double uniform,
+                             const uint64_t* allowed, Scratch& scratch) const {
     if (uniform < 0.0) return int64_t{kSampleNoToken};
     const std::optional<SamplingParams> sampling = row_params(params, shape_.vocab);
-    if (!sampling || !(uniform < 1.0)) return int64_t{kSampleInvalidParams};
+    const float slot = params[kSampleMaskSlot];
+    const bool valid_slot = slot >= 0.0f && slot == std::floor(slot) && slot <= static_cast<float>(shape_.mask_rows);
+    if (!sampling || !valid_slot || !(uniform < 1.0)) return int64_t{kSampleInvalidParams};
     Result<LogitProcessorChain> chain = make_logit_processors(*sampling);  // validates the params
     if (!chain.is_ok()) return int64_t{kSampleInvalidParams};
     if (!sampling::check_logits(logits).is_ok()) return int64_t{kSampleInvalidLogits};
     scratch.candidates.assign(logits);
+    if (slot > 0.0f) {  // as the constraint processor masks, before the rest of the chain
+      const uint64_t* mask = allowed + (static_cast<int64_t>(slot) - 1) * shape_.mask_words;
+      const auto width = static_cast<size_t>(shape_.mask_words) * 64;
+      scratch.candidates.keep_if([&](int32_t id, float) {
+        const auto t = static_cast<size_t>(id);
+        return t < width && ((mask[t >> 6] >> (t & 63)) & 1);
+      });
+      if (scratch.candidates.ids().empty()) return int64_t{kSampleNothingLeft};
+    }
     for (const auto& processor : *chain) OG_RETURN_IF_ERROR(processor->apply(TokenHistory{}, scratch.candidates));
     const Result<int32_t> token = sampling::pick_token(scratch.candidates, sampling->is_greedy(),
                                                        [uniform] { return uniform; }, scratch.weights);

@@ -18,6 +18,8 @@ class SampleTokensKernel final : public OpKernel {
     args_.batch = p.batch;
     args_.positions = p.positions;
     args_.vocab = p.vocab;
+    args_.mask_rows = p.mask_rows;
+    args_.mask_words = p.mask_words;
     return cuda::prepare_sample_tokens(p.logits_dtype).with_context(ctx.node.describe());
   }
 
@@ -27,6 +29,7 @@ class SampleTokensKernel final : public OpKernel {
     a.params = ctx.input(SampleTokensParams::kParams).ptr<const float>();
     a.uniforms = ctx.input(SampleTokensParams::kUniforms).ptr<const double>();
     a.tokens = ctx.output(0).ptr<int64_t>();
+    if (a.mask_rows > 0) a.allowed = ctx.input(SampleTokensParams::kAllowed).ptr<const uint64_t>();
     return cuda::launch_sample_tokens(a, ctx.stream);
   }
 

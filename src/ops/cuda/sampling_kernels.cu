@@ -9,6 +9,10 @@
 // logits by id, top-p's mass threshold and the draw's target. Where the host selects by partial
 // sorts, this kernel selects by radix over the same keys; both find the same cut.
 //
+// Masks (structured output). A row with a mask reads its bit per token where it reads the logit:
+// a token it forbids enters every phase as -inf, after the NaN / +inf check saw its logit, which
+// is the host's order (check_logits, then the constraint processor, then the chain).
+//
 // Work split. One thread-block cluster of kClusterBlocks blocks per row. Block r owns the slice
 // [r * S, (r + 1) * S) of the vocabulary (S = ceil(V / kClusterBlocks) rounded up to kSliceAlign
 // tokens) and keeps its tokens' logits after the temperature in shared memory when
@@ -132,10 +136,12 @@ __device__ __forceinline__ u64 draw_target(double uniform, u64 total) {
 }
 
 // SamplingParams::validate()'s ranges for these four, a whole top_k, a uniform below 1 (or NaN).
-__device__ __forceinline__ bool valid_params(const float* p, double uniform) {
+__device__ __forceinline__ bool valid_params(const float* p, double uniform, int64_t mask_rows) {
   const float t = p[kSampleTemperature], k = p[kSampleTopK], top_p = p[kSampleTopP], min_p = p[kSampleMinP];
+  const float slot = p[kSampleMaskSlot];
   return isfinite(t) && t >= 0.0f && isfinite(k) && k >= 0.0f && k == floorf(k) && top_p > 0.0f && top_p <= 1.0f &&
-         min_p >= 0.0f && min_p <= 1.0f && uniform < 1.0;
+         min_p >= 0.0f && min_p <= 1.0f && uniform < 1.0 && slot >= 0.0f && slot == floorf(slot) &&
+         slot <= static_cast<float>(mask_rows);
 }
 
 // ---- Block and cluster plumbing --------------------------------------------------------------
@@ -258,6 +264,8 @@ struct Row {
   u64* warp_weights;        // [kWarps, kBins] private histograms (dynamic shared memory)
   uint32_t* warp_counts;    // [kWarps, kBins]
   float* cache;      // the slice's logits after the temperature, or null
+  const u64* mask = nullptr;  // the row's allowed tokens (bit sets), or null: all
+  int64_t mask_tokens = 0;    // ids the mask covers; those past it are not allowed
   int64_t begin = 0;  // the slice: token ids [begin, begin + size)
   int64_t size = 0;
   float temperature = 1.0f;
@@ -301,8 +309,14 @@ struct Row {
     }
     for (int64_t i = packs * kVec + threadIdx.x; i < size; i += kThreads) f(i, raw(i));
   }
-  // Token begin + i's logit after the temperature.
-  __device__ float scaled(int64_t i) const { return cache != nullptr ? cache[i] : apply_temperature(raw(i), temperature); }
+  // Whether the mask lets token begin + i be drawn.
+  __device__ bool allowed(int64_t i) const {
+    const int64_t t = begin + i;
+    return mask == nullptr || (t < mask_tokens && ((mask[t >> 6] >> (t & 63)) & 1));
+  }
+  // Token begin + i's logit after the mask and the temperature, as the host chain leaves it.
+  __device__ float processed(int64_t i, float x) const { return allowed(i) ? apply_temperature(x, temperature) : -INFINITY; }
+  __device__ float scaled(int64_t i) const { return cache != nullptr ? cache[i] : processed(i, raw(i)); }
   // Its fixed-point weight exp(logit - M), as softmax.h's exp_weights and to_fixed give it.
   __device__ u64 weight(float logit) const { return to_fixed(exp_nonpositive(__fsub_rn(logit, max))); }
 
@@ -328,8 +342,8 @@ __device__ Scan scan_row(Row<T>& row, bool greedy) {
   uint32_t in_play = 0, invalid = 0;
   uint32_t best_key = kNone, best_id = kNone;  // each thread visits its tokens in ascending id order
   row.for_each_raw([&](int64_t i, float x) {
-    invalid |= !(x < INFINITY);
-    const float logit = apply_temperature(x, row.temperature);
+    invalid |= !(x < INFINITY);  // checked over every token, masked or not, as the host checks first
+    const float logit = row.processed(i, x);
     if (row.cache != nullptr) row.cache[i] = logit;
     if (logit != -INFINITY) {
       max = logit > max ? logit : max;
@@ -689,7 +703,8 @@ struct KernelArgs {
   const float* params;
   const double* uniforms;
   int64_t* tokens;
-  int64_t positions, vocab;
+  const u64* allowed;  // [mask_rows, mask_words], or null
+  int64_t positions, vocab, mask_rows, mask_words;
   bool cached;  // the dynamic shared memory holds a slice's logits
 };
 
@@ -708,12 +723,17 @@ __global__ void __cluster_dims__(kClusterBlocks, 1, 1) __launch_bounds__(kThread
     if (lead) a.tokens[b] = kSampleNoToken;
     return;
   }
-  if (!valid_params(params, uniform)) {
+  if (!valid_params(params, uniform, a.mask_rows)) {
     if (lead) a.tokens[b] = kSampleInvalidParams;
     return;
   }
   const T* logits = static_cast<const T*>(a.logits) + ((b + 1) * a.positions - 1) * a.vocab;
   Row<T> row(cluster, sh, logits, dynamic_smem, a.cached, a.vocab);
+  const auto slot = static_cast<int64_t>(params[kSampleMaskSlot]);
+  if (slot > 0) {
+    row.mask = a.allowed + (slot - 1) * a.mask_words;
+    row.mask_tokens = a.mask_words * 64;
+  }
   const int64_t token = sample_row(row, params, uniform);
   if (lead) a.tokens[b] = token;
   cluster.sync();  // no block leaves while another may still read its shared memory
@@ -742,7 +762,8 @@ Status launch_sample_tokens(const SampleTokensArgs& args, void* stream) {
   if (args.batch == 0) return Status::ok();
   const int64_t slice = slice_tokens(args.vocab);
   const bool cached = slice <= kMaxCachedTokens;
-  const KernelArgs k{args.logits, args.params, args.uniforms, args.tokens, args.positions, args.vocab, cached};
+  const KernelArgs k{args.logits,    args.params, args.uniforms,  reinterpret_cast<const u64*>(args.allowed),
+                     args.tokens,    args.positions, args.vocab,   args.mask_rows, args.mask_words, cached};
   const size_t smem = kWarpHistogramBytes + (cached ? static_cast<size_t>(slice) * sizeof(float) : 0);
   const bool known = dispatch_float_type(args.dtype, [&]<typename T>() {
     kernel_for<T>()<<<dim3(static_cast<unsigned>(args.batch * kClusterBlocks)), dim3(kThreads), smem,

@@ -9,7 +9,8 @@
 
 namespace onnx_genai::cuda {
 
-// tokens[b] = the Sampler's pick for logits[b, positions - 1, :] under params[b] at uniforms[b].
+// tokens[b] = the Sampler's pick for logits[b, positions - 1, :] under params[b] at uniforms[b],
+// among the tokens its mask (if any) allows.
 struct SampleTokensArgs {
   DType dtype = DType::kF32;  // of the logits: f32, f16 or bf16
   int64_t batch = 0, positions = 1, vocab = 0;
@@ -17,6 +18,8 @@ struct SampleTokensArgs {
   const float* params = nullptr;     // [batch, kSampleParamCount]
   const double* uniforms = nullptr;  // [batch]
   int64_t* tokens = nullptr;         // [batch]
+  const uint64_t* allowed = nullptr;  // [mask_rows, mask_words] token bit sets, or none
+  int64_t mask_rows = 0, mask_words = 0;
 };
 
 bool sample_tokens_supported(DType dtype);

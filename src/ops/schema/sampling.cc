@@ -18,11 +18,14 @@ Status check_dtypes(const Node& node, DType logits, DType params, DType uniforms
 }
 
 Status infer_types(TypeContext& ctx) {
-  if (ctx.inputs.size() != 3 || ctx.outputs.size() != 1) {
-    return OG_ERROR(ctx.node.describe(), ": takes logits, params and uniforms and gives tokens, got ", ctx.inputs.size(),
-                    " inputs and ", ctx.outputs.size(), " outputs");
+  if (ctx.inputs.size() < 3 || ctx.inputs.size() > 4 || ctx.outputs.size() != 1) {
+    return OG_ERROR(ctx.node.describe(), ": takes logits, params, uniforms and optionally allowed and gives tokens, got ",
+                    ctx.inputs.size(), " inputs and ", ctx.outputs.size(), " outputs");
   }
   OG_RETURN_IF_ERROR(check_dtypes(ctx.node, ctx.input(0), ctx.input(1), ctx.input(2)));
+  if (ctx.inputs.size() == 4 && ctx.input(3) != DType::kI64) {
+    return OG_ERROR(ctx.node.describe(), ": allowed must be int64 bit sets, got ", dtype_name(ctx.input(3)));
+  }
   ctx.outputs[0] = DType::kI64;
   return Status::ok();
 }
@@ -37,8 +40,9 @@ Status infer_shapes(InferContext& ctx) {
 
 Result<SampleTokensParams> SampleTokensParams::make(const Node& node, const std::vector<const TensorInfo*>& inputs) {
   const auto fail = [&](const auto&... args) { return OG_ERROR(node.describe(), ": ", args...); };
-  if (inputs.size() != 3 || inputs[kLogits] == nullptr || inputs[kParams] == nullptr || inputs[kUniforms] == nullptr) {
-    return fail("needs logits, params and uniforms");
+  if (inputs.size() < 3 || inputs.size() > 4 || inputs[kLogits] == nullptr || inputs[kParams] == nullptr ||
+      inputs[kUniforms] == nullptr) {
+    return fail("needs logits, params and uniforms (and optionally allowed)");
   }
   const TensorInfo& logits = *inputs[kLogits];
   const TensorInfo& params = *inputs[kParams];
@@ -57,11 +61,19 @@ Result<SampleTokensParams> SampleTokensParams::make(const Node& node, const std:
     return fail("the vocabulary (logits dim 2) must be in [1, ", sampling::kMaxVocabulary, "], got ", p.vocab);
   }
   if (params.shape != Shape{p.batch, kSampleParamCount}) {
-    return fail("params must be [batch, ", static_cast<int>(kSampleParamCount), "] (temperature, top_k, top_p, min_p) = [",
+    return fail("params must be [batch, ", static_cast<int>(kSampleParamCount),
+                "] (temperature, top_k, top_p, min_p, mask slot) = [",
                 p.batch, ", ", static_cast<int>(kSampleParamCount), "], got ", params.shape.to_string());
   }
   if (uniforms.shape != Shape{p.batch}) {
     return fail("uniforms must be [batch] = [", p.batch, "], got ", uniforms.shape.to_string());
+  }
+  if (inputs.size() == 4 && inputs[kAllowed] != nullptr) {
+    const TensorInfo& allowed = *inputs[kAllowed];
+    if (allowed.dtype != DType::kI64) return fail("allowed must be int64 bit sets, got ", dtype_name(allowed.dtype));
+    if (allowed.shape.rank() != 2) return fail("allowed must be [masks, words], got ", allowed.shape.to_string());
+    p.mask_rows = allowed.shape[0];
+    p.mask_words = allowed.shape[1];
   }
   return p;
 }

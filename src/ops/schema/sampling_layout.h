@@ -12,7 +12,9 @@ enum SampleTokensParam : int {
   kSampleTopK = 1,
   kSampleTopP = 2,
   kSampleMinP = 3,
-  kSampleParamCount = 4,
+  // Which row of the allowed-token masks applies, plus one: 0 = every token (see sampling.h).
+  kSampleMaskSlot = 4,
+  kSampleParamCount = 5,
 };
 
 // What a row's token is instead of an id.
@@ -20,8 +22,9 @@ enum SampleTokensCode : int64_t {
   kSampleNoToken = -1,        // the row's uniform is negative: no token asked for
   kSampleNothingLeft = -2,    // every logit is -inf (the Sampler's sampling::nothing_left())
   kSampleInvalidLogits = -3,  // a NaN or +inf logit (the Sampler's sampling::check_logits())
-  kSampleInvalidParams = -4,  // params outside SamplingParams::validate()'s ranges, a top_k that is
-                              // not a whole number, or a uniform that is NaN or >= 1
+  kSampleInvalidParams = -4,  // params outside SamplingParams::validate()'s ranges, a top_k or mask
+                              // slot that is not a whole number (or names no mask row), or a uniform
+                              // that is NaN or >= 1
 };
 
 // MinP (warpers.cc) keeps a token when logit - max > log(min_p) + 1e-4, drops it when below
