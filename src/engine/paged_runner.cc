@@ -154,11 +154,7 @@ Status PagedRunner::fill_masks(const Feed& feed, int64_t masked, Tensor& storage
   auto* out = reinterpret_cast<uint64_t*>(storage.data<int64_t>());
   for (size_t k = 0; masked > 0 && k < feed.draws->size(); ++k) {
     const DeviceDraw& draw = (*feed.draws)[k];
-    if (draw.mask.empty()) continue;
-    if (static_cast<int64_t>(draw.mask.size()) != words) {
-      return OG_ERROR("internal error: a token mask of ", draw.mask.size(), " words for ", words);
-    }
-    out = std::copy(draw.mask.begin(), draw.mask.end(), out);
+    if (!draw.mask.empty()) OG_RETURN_IF_ERROR(genai::append_mask(draw.mask, model_.io.vocab_size, out));
   }
   return Status::ok();
 }

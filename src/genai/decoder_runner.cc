@@ -68,10 +68,15 @@ Status DecoderRunner::run(std::span<const RunRow> rows, size_t first, KvCache& c
   const bool continues = cache.length() > 0 && width <= kMaxStepWidthAtCapacity;
   const int64_t mask_width = mask_at_capacity_ && io_.shared_buffer && continues ? cache.capacity() : total;
   const TokenSource source = token_source(rows, width);
-  // The graph's draws take each row's next uniform, as the host Sampler would take it.
+  // The graph's draws take each row's next uniform, as the host Sampler would take it (a greedy
+  // pick takes none).
   uniforms_.assign(rows.size(), kNoDraw);
+  masks_.assign(rows.size(), {});
+  const bool greedy = sampling_params_[kSampleTemperature] == 0.0f;
   for (size_t b = 0; b < rows.size() && source == TokenSource::kSampled; ++b) {
-    if (rows[b].sampler != nullptr) uniforms_[b] = rows[b].sampler->next_uniform();
+    if (rows[b].sampler == nullptr) continue;
+    uniforms_[b] = greedy ? 0.0 : rows[b].sampler->next_uniform();
+    masks_[b] = rows[b].mask;
   }
   OG_RETURN_IF_ERROR(fill_inputs(rows, width, mask_width));
   bind_cache(cache, first, static_cast<int64_t>(rows.size()), width);
@@ -142,10 +147,10 @@ Status DecoderRunner::fill_inputs(std::span<const RunRow> rows, int64_t width, i
         break;  // bind_cache
       case InputRole::kSamplingParams:
       case InputRole::kSamplingUniforms:
-        OG_RETURN_IF_ERROR(fill_sampling_input(t, io_.roles[i], sampling_params_, uniforms_));
+        OG_RETURN_IF_ERROR(fill_sampling_input(t, io_.roles[i], sampling_params_, uniforms_, masks_));
         break;
       case InputRole::kSamplingMask:
-        OG_RETURN_IF_ERROR(fill_no_masks(t, io_.vocab_size));
+        OG_RETURN_IF_ERROR(fill_masks(t, io_.vocab_size, masks_));
         break;
       case InputRole::kBlockTables:
       case InputRole::kQueryStarts:

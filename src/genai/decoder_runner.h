@@ -59,6 +59,9 @@ struct RunRow {
   Sampler* sampler = nullptr;
   // Positions whose logits the run keeps, the last fed ones: a speculative verify's draft + 1.
   int64_t logit_positions = 1;
+  // With the graph's draws: the tokens the row's draw may pick (its constraint's mask,
+  // device_sampling.h), or empty: any.
+  std::span<const uint64_t> mask;
 };
 
 class DecoderRunner {
@@ -72,7 +75,8 @@ class DecoderRunner {
   // Whether runs take the token of each row with a sampler from the graph's draw (device_sampling.h)
   // under `params` instead of its logits: possible likewise, when the graph has that output. A run
   // does when each such row's token follows the last position the graph computes (always with one
-  // position of logits per row; else when the row is as wide as the run). Returns whether they may.
+  // position of logits per row; else when the row is as wide as the run). Greedy `params` take
+  // the graph's argmax among the tokens of each row's mask (RunRow::mask). Returns whether they may.
   bool take_sampled_tokens(bool wanted, const SamplingParams& params);
   // Whether a run can keep logits for several positions of a row (RunRow::logit_positions > 1):
   // the graph selects logit rows or returns every position.
@@ -103,6 +107,7 @@ class DecoderRunner {
   bool sampled_tokens_ = false;
   DeviceSamplingParams sampling_params_ = device_sampling_params(SamplingParams{});
   std::vector<double> uniforms_;  // the run's, per row (kNoDraw: no token from the graph's draw)
+  std::vector<std::span<const uint64_t>> masks_;  // the run's, per row (empty: none)
   std::vector<Tensor> inputs_;   // reused between runs of the same shapes
   std::vector<Tensor> outputs_;  // logits reused (on the device with the graph's tokens); presents rebound every run
   std::vector<const void*> present_data_;  // where each KvBinding's present must land

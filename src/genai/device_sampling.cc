@@ -58,16 +58,39 @@ DeviceSamplingParams device_sampling_params(const SamplingParams& params) {
 }
 
 Status fill_sampling_input(Tensor& t, InputRole role, const DeviceSamplingParams& params,
-                           std::span<const double> uniforms) {
-  return fill(t, role, static_cast<int64_t>(uniforms.size()), params,
-              [uniforms](int64_t b) { return uniforms[static_cast<size_t>(b)]; });
+                           std::span<const double> uniforms, std::span<const std::span<const uint64_t>> masks) {
+  OG_RETURN_IF_ERROR(fill(t, role, static_cast<int64_t>(uniforms.size()), params,
+                          [uniforms](int64_t b) { return uniforms[static_cast<size_t>(b)]; }));
+  if (role != InputRole::kSamplingParams) return Status::ok();
+  float slot = 0.0f;
+  for (size_t b = 0; b < masks.size(); ++b) {
+    if (!masks[b].empty()) t.data<float>()[static_cast<int64_t>(b) * kSampleParamCount + kSampleMaskSlot] = ++slot;
+  }
+  return Status::ok();
+}
+
+Status fill_masks(Tensor& t, int64_t vocab, std::span<const std::span<const uint64_t>> masks) {
+  const int64_t words = mask_words(vocab);
+  const auto count = static_cast<int64_t>(std::count_if(masks.begin(), masks.end(), [](auto m) { return !m.empty(); }));
+  OG_RETURN_IF_ERROR(reuse_tensor(t, DType::kI64, Shape{count, words}));
+  auto* out = reinterpret_cast<uint64_t*>(t.data<int64_t>());
+  for (const std::span<const uint64_t> mask : masks) {
+    if (!mask.empty()) OG_RETURN_IF_ERROR(append_mask(mask, vocab, out));
+  }
+  return Status::ok();
+}
+
+Status append_mask(std::span<const uint64_t> mask, int64_t vocab, uint64_t*& out) {
+  if (static_cast<int64_t>(mask.size()) != mask_words(vocab)) {
+    return OG_ERROR("internal error: a token mask of ", mask.size(), " words for ", mask_words(vocab));
+  }
+  out = std::copy(mask.begin(), mask.end(), out);
+  return Status::ok();
 }
 
 Status fill_no_sampling(Tensor& t, InputRole role, int64_t rows) {
   return fill(t, role, rows, device_sampling_params(SamplingParams{}), [](int64_t) { return kNoDraw; });
 }
-
-Status fill_no_masks(Tensor& t, int64_t vocab) { return reuse_tensor(t, DType::kI64, Shape{0, mask_words(vocab)}); }
 
 Result<int32_t> sampled_token(const Tensor& tokens, int64_t row, int64_t vocab) {
   const int64_t token = tokens.data<int64_t>()[row];

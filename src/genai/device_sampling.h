@@ -62,13 +62,17 @@ DeviceSamplingParams device_sampling_params(const SamplingParams& params);
 
 // Words of a token mask over `vocab` tokens.
 constexpr int64_t mask_words(int64_t vocab) { return (vocab + 63) / 64; }
-// Sizes `t`, the kSamplingMask input, for no masks over `vocab` tokens: [0, mask_words(vocab)].
-Status fill_no_masks(Tensor& t, int64_t vocab);
+// Copies `mask` (mask_words(vocab) words, else an error) to `out` and moves `out` past it.
+Status append_mask(std::span<const uint64_t> mask, int64_t vocab, uint64_t*& out);
 
 // Sizes and fills `t`, the decoder input of `role` (kSamplingParams or kSamplingUniforms), for
-// uniforms.size() rows: `params` in every row, and each row's uniform (kNoDraw: no token).
+// uniforms.size() rows: `params` in every row (the mask slot of each row with one of `masks`,
+// numbered as fill_masks stores them), and each row's uniform (kNoDraw: no token).
 Status fill_sampling_input(Tensor& t, InputRole role, const DeviceSamplingParams& params,
-                           std::span<const double> uniforms);
+                           std::span<const double> uniforms, std::span<const std::span<const uint64_t>> masks = {});
+// Sizes and fills `t`, the kSamplingMask input over `vocab` tokens, with the non-empty ones of
+// `masks` in order ([0, mask_words(vocab)] when there are none).
+Status fill_masks(Tensor& t, int64_t vocab, std::span<const std::span<const uint64_t>> masks);
 // The same for `rows` rows that ask for no token.
 Status fill_no_sampling(Tensor& t, InputRole role, int64_t rows);
 

@@ -170,6 +170,8 @@ struct Generator::Impl {
   std::optional<BeamLogProbs> beam_log_probs;
   std::vector<Sequence> beam_outputs;  // the returned hypotheses, once their prompt is done
   std::vector<float> beam_rows;        // one group's processed log-probs
+  // The graph draws each row's token among those of its constraint's mask (computed here).
+  bool device_masked = false;
   // Speculative decoding (params.speculative): one prompt.
   std::unique_ptr<Drafter> drafter;
   Draft draft;
@@ -234,6 +236,7 @@ Status Generator::Impl::init_sequences() {
     OG_ASSIGN_OR_RETURN(drafter, Drafter::create(params.speculative, params.sampling, constraint, model.tokenizer.get()));
   }
   bool plain_argmax = true, device_sampling = true;
+  device_masked = constraint != nullptr;
   for (size_t b = 0; b < rows.size(); ++b) {
     Sequence& row = rows[b];
     SamplingParams sampling = params.sampling;
@@ -241,19 +244,21 @@ Status Generator::Impl::init_sequences() {
     const int64_t min_new_tokens = params.ignore_eos ? 0 : params.min_new_tokens;
     OG_ASSIGN_OR_RETURN(LogitProcessorChain chain,
                         make_generation_chain(sampling, min_new_tokens, model.info.eos_token_ids));
-    if (constraint) add_constraint_processor(constraint, chain);
+    if (constraint) row.masker = add_constraint_processor(constraint, chain);
     plain_argmax = plain_argmax && takes_plain_argmax(sampling, chain);
     device_sampling = device_sampling && takes_device_sampling(sampling, chain);
+    device_masked = device_masked && takes_masked_device_sampling(sampling, chain);
     OG_ASSIGN_OR_RETURN(Sampler sampler,
                         Sampler::create(sampling, static_cast<int32_t>(model.io.vocab_size), std::move(chain)));
     row.sampler.emplace(std::move(sampler));
   }
-  // When every row's token is the plain argmax, or a draw the graph can make, a device session
-  // keeps the logits on the device and hands over the argmax (greedy_output.h) or the draw
-  // (device_sampling.h) computed in the graph.
+  // When every row's token is the plain argmax, or a draw the graph can make (given the row's
+  // constraint mask, if any), a device session keeps the logits on the device and hands over the
+  // argmax (greedy_output.h) or the draw (device_sampling.h) computed in the graph.
   decoder.take_greedy_tokens(plain_argmax);
   // A verify step samples several positions on the host (the graph draws from the last only).
-  decoder.take_sampled_tokens(device_sampling && !drafter, params.sampling);
+  device_masked = decoder.take_sampled_tokens((device_sampling || device_masked) && !drafter, params.sampling) &&
+                  device_masked;
   return Status::ok();
 }
 
@@ -290,6 +295,9 @@ Status Generator::Impl::feed_rows(std::span<Sequence> batch, size_t first, int64
       // A token is sampled after the run that feeds a running row's last pending slot.
       Sampler* sampler = row.sampler && !row.finished() && row.cached + fresh == row.size() ? &*row.sampler : nullptr;
       run[i] = RunRow{row.slots, row.lead_pads, row.cached, fresh, sampler};
+      if (sampler != nullptr && device_masked) {
+        OG_ASSIGN_OR_RETURN(run[i].mask, row.masker->mask_for(row.history()));
+      }
       width = std::max(width, run[i].fresh);
       for (int64_t j = row.cached; j < row.cached + run[i].fresh; ++j) real += row.slots[static_cast<size_t>(j)] != kPadSlot;
     }

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "genai/constraint_processor.h"
 #include "genai/text_stream.h"
 #include "onnx_genai/genai.h"
 #include "onnx_genai/sampling.h"
@@ -27,6 +28,7 @@ struct Sequence {
   int64_t end = -1;        // slot count when the sequence finished; -1 while it runs
   FinishReason reason = FinishReason::kNone;
   std::optional<Sampler> sampler;
+  TokenMasker* masker = nullptr;   // its constraint's, in the sampler's chain (structured output)
   std::optional<TextStream> text;  // when the model has a tokenizer
   std::string new_text;            // released by the last step
   std::vector<SampledToken> logprobs;

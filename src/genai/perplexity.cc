@@ -121,7 +121,7 @@ class WindowRunner {
           OG_RETURN_IF_ERROR(fill_no_sampling(t, io_.roles[i], 1));  // scores need no token
           break;
         case InputRole::kSamplingMask:
-          OG_RETURN_IF_ERROR(fill_no_masks(t, io_.vocab_size));
+          OG_RETURN_IF_ERROR(fill_masks(t, io_.vocab_size, {}));
           break;
         case InputRole::kBlockTables:
         case InputRole::kQueryStarts:

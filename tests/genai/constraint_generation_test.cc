@@ -1,7 +1,8 @@
 // GeneratorParams::constraint on the default model (models/debian-prose-11m): a ragged batch under
-// one regex, seeded sampling that would otherwise draw in the graph. On a stand-in device
-// (tests/runtime/stand_in_device.h) the constrained rows take their logits to the host and give
-// the CPU session's tokens; every row's text matches the regex in full (std::regex) and ends in
+// one regex, seeded sampling. On a stand-in device (tests/runtime/stand_in_device.h) the
+// constrained rows are drawn in the graph given each row's mask (device_sampling.h), so their
+// logits stay on the device, and give the CPU session's tokens, sampled and greedy; every row's
+// text matches the regex in full (std::regex) and ends in
 // eos; a rewind in the middle rolls each row's matcher back and the continuation still matches. A
 // Lark grammar that names the eos token (<|endoftext|>) ends each row with it.
 #include <gtest/gtest.h>
@@ -37,10 +38,11 @@ struct Run {
 
 // Runs to the end; with `rewind_after` > 0, rewinds every row by 3 tokens after that many steps first.
 Result<Run> generate(const genai::Model& model, int rewind_after,
-                     const ConstraintSpec& constraint = {ConstraintKind::kRegex, kPattern}) {
+                     const ConstraintSpec& constraint = {ConstraintKind::kRegex, kPattern}, bool greedy = false) {
   genai::GeneratorParams params;
   params.sampling.temperature = 1.0f;
   params.sampling.seed = 5;
+  params.sampling.greedy = greedy;
   params.max_new_tokens = 64;
   params.constraint = constraint;
   for (const char* prompt : {"The animal:", "And God said unto the", "Weight"}) {
@@ -70,23 +72,25 @@ Result<Run> generate(const genai::Model& model, int rewind_after,
   return run;
 }
 
-TEST(ConstraintGeneration, MaskedRowsSampleOnTheHostAndMatch) {
+TEST(ConstraintGeneration, MaskedRowsAreDrawnOnTheDeviceAndMatch) {
   auto cpu = load(Device::cpu());
   ASSERT_TRUE(cpu.is_ok()) << cpu.status().message();
-  auto want = generate(**cpu, 0);
-  ASSERT_TRUE(want.is_ok()) << want.status().message();
-  for (const std::string& text : want->texts) EXPECT_TRUE(std::regex_match(text, std::regex(kPattern))) << text;
-
   StandInMemory memory;
   StandInScope scope(memory);
   auto device = load(kStandIn);
   ASSERT_TRUE(device.is_ok()) << device.status().message();
-  ASSERT_TRUE(genai::ModelAccess::parts(**device).io.sampled_tokens_output) << "plain sampling would draw in the graph";
-  const int64_t before = scope.device->downloaded_bytes;
-  auto got = generate(**device, 0);
-  ASSERT_TRUE(got.is_ok()) << got.status().message();
-  EXPECT_EQ(got->tokens, want->tokens);
-  EXPECT_GE(scope.device->downloaded_bytes - before, 2 * (*device)->info().vocab_size * 3) << "logits come to the host";
+  ASSERT_TRUE(genai::ModelAccess::parts(**device).io.sampled_tokens_output) << "the graph has no SampleTokens";
+  for (const bool greedy : {false, true}) {
+    auto want = generate(**cpu, 0, {ConstraintKind::kRegex, kPattern}, greedy);
+    ASSERT_TRUE(want.is_ok()) << want.status().message();
+    for (const std::string& text : want->texts) EXPECT_TRUE(std::regex_match(text, std::regex(kPattern))) << text;
+    const int64_t before = scope.device->downloaded_bytes;
+    auto got = generate(**device, 0, {ConstraintKind::kRegex, kPattern}, greedy);
+    ASSERT_TRUE(got.is_ok()) << got.status().message();
+    EXPECT_EQ(got->tokens, want->tokens) << (greedy ? "greedy" : "sampled");
+    // Three rows of ~10 tokens: one row of logits (vocab floats) alone would be more than this.
+    EXPECT_LT(scope.device->downloaded_bytes - before, (*device)->info().vocab_size * 4) << "logits came to the host";
+  }
 }
 
 TEST(ConstraintGeneration, RewindRollsTheMatchersBack) {

@@ -762,8 +762,8 @@ Status launch_sample_tokens(const SampleTokensArgs& args, void* stream) {
   if (args.batch == 0) return Status::ok();
   const int64_t slice = slice_tokens(args.vocab);
   const bool cached = slice <= kMaxCachedTokens;
-  const KernelArgs k{args.logits,    args.params, args.uniforms,  reinterpret_cast<const u64*>(args.allowed),
-                     args.tokens,    args.positions, args.vocab,   args.mask_rows, args.mask_words, cached};
+  const KernelArgs k{args.logits,     args.params, args.uniforms, args.tokens, reinterpret_cast<const u64*>(args.allowed),
+                     args.positions, args.vocab,  args.mask_rows, args.mask_words, cached};
   const size_t smem = kWarpHistogramBytes + (cached ? static_cast<size_t>(slice) * sizeof(float) : 0);
   const bool known = dispatch_float_type(args.dtype, [&]<typename T>() {
     kernel_for<T>()<<<dim3(static_cast<unsigned>(args.batch * kClusterBlocks)), dim3(kThreads), smem,
