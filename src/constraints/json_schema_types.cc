@@ -153,15 +153,14 @@ Result<Symbol> SchemaCompiler::compile_string(const OrderedJson& schema, const s
     any_character.dot_all = true;
     terms.emplace_back(length_regex(min, max), any_character);
   }
-  Result<int32_t> body = Status::ok();
-  if (terms.size() == 1) {
-    body = add_regex(g_, terms[0].first, terms[0].second);
-  } else {
+  // A Result is never built from an ok Status (it asserts), so the body comes from one call.
+  const auto conditions = [&]() -> Result<int32_t> {
+    if (terms.size() == 1) return add_regex(g_, terms[0].first, terms[0].second);
     RegularProduct all;
-    Status added = Status::ok();
-    for (size_t k = 0; k < terms.size() && added.is_ok(); ++k) added = all.add(terms[k].first, terms[k].second);
-    body = added.is_ok() ? all.build(g_, "string conditions") : Result<int32_t>(added);
-  }
+    for (const auto& [regex, options] : terms) OG_RETURN_IF_ERROR(all.add(regex, options));
+    return all.build(g_, "string conditions");
+  };
+  const Result<int32_t> body = conditions();
   if (!body) return body.status().with_context("json schema: \"pattern\" at " + shown(pointer));
   const int32_t rule = g_.new_rule("pattern string");
   g_.add_alt(rule, {g_.byte('"'), R::ref(*body), g_.byte('"')});
