@@ -1,6 +1,9 @@
 #include "constraints/json_grammar.h"
 
+#include <algorithm>
 #include <cmath>
+#include <map>
+#include <tuple>
 
 namespace onnx_genai::constraints {
 namespace {
@@ -20,6 +23,76 @@ std::vector<char32_t> code_points(const std::string& s) {
   }
   return out;
 }
+
+// Digit strings without leading zeros, compared and stepped as the integers they spell.
+bool digits_less(const std::string& a, const std::string& b) { return a.size() != b.size() ? a.size() < b.size() : a < b; }
+
+std::string successor(std::string digits) {
+  size_t k = digits.size();
+  while (k > 0 && digits[k - 1] == '9') digits[--k] = '0';
+  if (k == 0) return "1" + digits;
+  ++digits[k - 1];
+  return digits;
+}
+
+std::string predecessor(std::string digits) {  // of a positive integer
+  size_t k = digits.size();
+  while (digits[k - 1] == '0') digits[--k] = '9';
+  --digits[k - 1];
+  if (digits.size() > 1 && digits[0] == '0') digits.erase(0, 1);
+  return digits;
+}
+
+// The fraction "(.F)?" of a number whose integer part equals the lower bound's (`low`) and/or
+// the upper bound's (`high`). F is read left to right; while its digits so far equal a bound's,
+// that bound's next digit (0 past its end) limits the next one. A strict lower bound needs a
+// larger digit somewhere. The states past both bounds' digits loop, so F may be any length.
+class FractionRange {
+ public:
+  FractionRange(GrammarBuilder& g, std::string lo, bool lo_strict, std::string hi)
+      : g_(g), lo_(std::move(lo)), hi_(std::move(hi)), strict_(lo_strict), last_(std::max({lo_.size(), hi_.size(), size_t{1}})) {}
+
+  Symbol fraction(bool low, bool high) {
+    low = low && (strict_ || !lo_.empty());  // a lower bound without a fraction holds any
+    const int32_t rule = g_.new_rule("fraction");
+    if (!low) g_.add_alt(rule, {});
+    g_.add_alt(rule, {g_.byte('.'), R::ref(digits(0, low, high))});
+    return R::ref(rule);
+  }
+
+ private:
+  // F from its k-th digit on (k = 0: just after the point, where a digit must come).
+  int32_t digits(size_t k, bool low, bool high) {
+    low = low && (strict_ || k < lo_.size());  // past a non-strict bound's digits, F is above it
+    k = low || high ? std::min(k, last_) : std::min<size_t>(k, 1);
+    const auto key = std::make_tuple(k, low, high);
+    if (auto it = rules_.find(key); it != rules_.end()) return it->second;
+    const int32_t rule = g_.new_rule("fraction digits");
+    rules_.emplace(key, rule);
+    // Ending pads F with zeros: below a lower bound that still holds, never above an upper one.
+    if (k > 0 && !low) g_.add_alt(rule, {});
+    const char lo_digit = low && k < lo_.size() ? lo_[k] : '0';
+    const char hi_digit = !high ? '9' : k < hi_.size() ? hi_[k] : '0';
+    const auto add = [&](char from, char to, bool l, bool h) {
+      if (from <= to) g_.add_alt(rule, {g_.bytes(static_cast<uint8_t>(from), static_cast<uint8_t>(to)), R::ref(digits(k + 1, l, h))});
+    };
+    if (lo_digit == hi_digit) {
+      add(lo_digit, hi_digit, low, high);
+      return rule;
+    }
+    char from = lo_digit, to = hi_digit;
+    if (low) add(from, from, true, false), ++from;
+    if (high) add(to, to, false, true), --to;
+    add(from, to, false, false);
+    return rule;
+  }
+
+  GrammarBuilder& g_;
+  std::string lo_, hi_;
+  bool strict_;
+  size_t last_;
+  std::map<std::tuple<size_t, bool, bool>, int32_t> rules_;
+};
 
 }  // namespace
 
@@ -134,18 +207,17 @@ int32_t JsonGrammar::digits_between(const std::string& lo, const std::string& hi
   return rule;
 }
 
-int32_t JsonGrammar::unsigned_range(uint64_t lo, std::optional<uint64_t> hi) {
+int32_t JsonGrammar::unsigned_range(const std::string& lo, const std::optional<std::string>& hi) {
   const int32_t rule = g_.new_rule("uint");
-  const std::string a = std::to_string(lo);
-  const size_t top = hi ? std::to_string(*hi).size() : a.size();
-  for (size_t length = a.size(); length <= top; ++length) {
-    const std::string low = length == a.size() ? a : "1" + std::string(length - 1, '0');
-    const std::string high = hi && length == top ? std::to_string(*hi) : std::string(length, '9');
+  const size_t top = hi ? hi->size() : lo.size();
+  for (size_t length = lo.size(); length <= top; ++length) {
+    const std::string low = length == lo.size() ? lo : "1" + std::string(length - 1, '0');
+    const std::string high = hi && length == top ? *hi : std::string(length, '9');
     g_.add_alt(rule, {R::ref(digits_between(low, high))});
   }
   if (!hi) {  // more digits than lo has: any of them
     std::vector<Symbol> seq{g_.bytes('1', '9')};
-    for (size_t k = 0; k < a.size(); ++k) seq.push_back(g_.bytes('0', '9'));
+    for (size_t k = 0; k < lo.size(); ++k) seq.push_back(g_.bytes('0', '9'));
     seq.push_back(R::ref(g_.repeat("digits", g_.bytes('0', '9'), 0, -1)));
     g_.add_alt(rule, std::move(seq));
   }
@@ -155,62 +227,46 @@ int32_t JsonGrammar::unsigned_range(uint64_t lo, std::optional<uint64_t> hi) {
 Symbol JsonGrammar::integer(std::optional<int64_t> lo, std::optional<int64_t> hi) {
   const int32_t rule = g_.new_rule("integer");
   // Magnitudes of negatives as uint64 (INT64_MIN's has no int64).
-  const auto magnitude = [](int64_t v) { return static_cast<uint64_t>(-(v + 1)) + 1; };
+  const auto magnitude = [](int64_t v) { return std::to_string(static_cast<uint64_t>(-(v + 1)) + 1); };
   if (!hi || *hi >= 0) {
-    const uint64_t from = lo && *lo > 0 ? static_cast<uint64_t>(*lo) : 0;
-    g_.add_alt(rule, {R::ref(unsigned_range(from, hi ? std::optional<uint64_t>(static_cast<uint64_t>(*hi)) : std::nullopt))});
+    const std::string from = lo && *lo > 0 ? std::to_string(*lo) : "0";
+    g_.add_alt(rule, {R::ref(unsigned_range(from, hi ? std::optional<std::string>(std::to_string(*hi)) : std::nullopt))});
   }
   if (!lo || *lo < 0) {
-    const uint64_t from = hi && *hi < 0 ? magnitude(*hi) : 1;
-    const std::optional<uint64_t> to = lo ? std::optional<uint64_t>(magnitude(*lo)) : std::nullopt;
+    const std::string from = hi && *hi < 0 ? magnitude(*hi) : "1";
+    const std::optional<std::string> to = lo ? std::optional<std::string>(magnitude(*lo)) : std::nullopt;
     g_.add_alt(rule, {g_.byte('-'), R::ref(unsigned_range(from, to))});
   }
   return R::ref(rule);
 }
 
-int32_t JsonGrammar::unsigned_decimal(uint64_t lo, bool lo_exclusive, std::optional<uint64_t> hi, bool hi_exclusive) {
+int32_t JsonGrammar::unsigned_decimal(const Decimal& lo, bool lo_strict, const std::optional<Decimal>& hi) {
   const int32_t rule = g_.new_rule("decimal");
-  const Symbol digit = g_.bytes('0', '9');
-  const int32_t any_fraction = g_.new_rule("fraction?");  // ("." digit+)?
-  g_.add_alt(any_fraction, {});
-  g_.add_alt(any_fraction, {g_.byte('.'), R::ref(g_.repeat("digits", digit, 1, -1))});
-  // Integer parts strictly inside the bounds take any fraction: I in [a, hi - 1].
-  const uint64_t a = lo_exclusive ? lo + 1 : lo;
-  if (!hi || (*hi > 0 && *hi - 1 >= a)) {
-    g_.add_alt(rule, {R::ref(unsigned_range(a, hi ? std::optional<uint64_t>(*hi - 1) : std::nullopt)), R::ref(any_fraction)});
+  FractionRange fraction(g_, lo.fraction, lo_strict, hi ? hi->fraction : "");
+  const auto at = [&](const std::string& integer, Symbol f) { g_.add_alt(rule, {R::ref(g_.literal(integer)), f}); };
+  if (hi && hi->integer == lo.integer) {
+    at(lo.integer, fraction.fraction(true, true));
+    return rule;
   }
-  // x > lo at I == lo: a fraction that is not all zeros.
-  if (lo_exclusive && (!hi || lo < *hi)) {
-    g_.add_alt(rule, {R::ref(g_.literal(std::to_string(lo))), g_.byte('.'), R::ref(g_.repeat("zeros", g_.byte('0'), 0, -1)),
-                      g_.bytes('1', '9'), R::ref(g_.repeat("digits", digit, 0, -1))});
-  }
-  // x <= hi at I == hi: a fraction of zeros only.
-  if (hi && !hi_exclusive && (*hi > lo || (*hi == lo && !lo_exclusive))) {
-    const int32_t zeros = g_.new_rule("zero fraction?");
-    g_.add_alt(zeros, {});
-    g_.add_alt(zeros, {g_.byte('.'), R::ref(g_.repeat("zeros", g_.byte('0'), 1, -1))});
-    g_.add_alt(rule, {R::ref(g_.literal(std::to_string(*hi))), R::ref(zeros)});
-  }
+  at(lo.integer, fraction.fraction(true, false));
+  // Integer parts strictly between the bounds' take any fraction.
+  const std::string first = successor(lo.integer);
+  const std::optional<std::string> last = hi ? std::optional<std::string>(predecessor(hi->integer)) : std::nullopt;
+  if (!last || !digits_less(*last, first)) g_.add_alt(rule, {R::ref(unsigned_range(first, last)), fraction.fraction(false, false)});
+  if (hi) at(hi->integer, fraction.fraction(false, true));
   return rule;
 }
 
-Symbol JsonGrammar::number_range(std::optional<Bound> lo, std::optional<Bound> hi) {
+Symbol JsonGrammar::number_range(const std::optional<Decimal>& lo, const std::optional<Decimal>& hi) {
   const int32_t rule = g_.new_rule("number range");
-  const auto magnitude = [](int64_t v) { return static_cast<uint64_t>(-(v + 1)) + 1; };
-  // x >= 0 part: bounds clamped at zero (a negative lower bound does not limit it).
-  if (!hi || hi->value > 0 || (hi->value == 0 && !hi->exclusive)) {
-    const bool positive_lo = lo && lo->value >= 0;
-    const std::optional<uint64_t> top = hi ? std::optional<uint64_t>(static_cast<uint64_t>(hi->value)) : std::nullopt;
-    g_.add_alt(rule, {R::ref(unsigned_decimal(positive_lo ? static_cast<uint64_t>(lo->value) : 0,
-                                              positive_lo && lo->exclusive, top, hi && hi->exclusive))});
+  // x >= 0: magnitudes from max(lo, 0) up to hi.
+  if (!hi || !hi->negative) {
+    g_.add_alt(rule, {R::ref(unsigned_decimal(lo && !lo->negative ? *lo : Decimal{}, false, hi))});
   }
-  // x < 0 part as "-" and a magnitude m > 0: x >= lo is m <= -lo, x <= hi < 0 is m >= -hi.
-  if (!lo || lo->value < 0) {
-    const bool negative_hi = hi && hi->value < 0;
-    const uint64_t m_lo = negative_hi ? magnitude(hi->value) : 0;
-    const bool m_lo_exclusive = negative_hi ? hi->exclusive : true;
-    const std::optional<uint64_t> m_hi = lo ? std::optional<uint64_t>(magnitude(lo->value)) : std::nullopt;
-    g_.add_alt(rule, {g_.byte('-'), R::ref(unsigned_decimal(m_lo, m_lo_exclusive, m_hi, lo && lo->exclusive))});
+  // x < 0 as "-" and a magnitude m: x <= hi < 0 is m >= -hi (else m > 0: no "-0"), x >= lo is m <= -lo.
+  if (!lo || lo->negative) {
+    const bool negative_hi = hi && hi->negative;
+    g_.add_alt(rule, {g_.byte('-'), R::ref(unsigned_decimal(negative_hi ? *hi : Decimal{}, !negative_hi, lo))});
   }
   return R::ref(rule);
 }

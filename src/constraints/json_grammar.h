@@ -39,14 +39,16 @@ class JsonGrammar {
   // Integers in [lo, hi] (either side open when unset), written canonically (no leading zeros,
   // no "-0").
   Symbol integer(std::optional<int64_t> lo, std::optional<int64_t> hi);
-  // A number bound at an integer value, inclusive or not.
-  struct Bound {
-    int64_t value;
-    bool exclusive;
+  // A decimal number: its sign, integer digits without leading zeros ("0" for zero) and fraction
+  // digits without trailing zeros (empty for an integer). Zero is not negative.
+  struct Decimal {
+    bool negative = false;
+    std::string integer = "0";
+    std::string fraction;
   };
-  // Numbers within the bounds, written without an exponent (-?I(.F)?): every sentence is in
-  // range, and numbers in exponent form are left out.
-  Symbol number_range(std::optional<Bound> lo, std::optional<Bound> hi);
+  // Numbers lo <= x <= hi (either side open when unset; lo <= hi), compared as exact decimals,
+  // written without an exponent (-?I(.F)?, the fraction any length) and never as "-0".
+  Symbol number_range(const std::optional<Decimal>& lo, const std::optional<Decimal>& hi);
   // Numbers written -?I(.F)? with at most `fraction_digits` digits in F whose value is a multiple
   // of step / 10^fraction_digits (step > 0), I of at most `max_integer_digits` digits (<= 0: any
   // number); exponent forms are left out.
@@ -64,10 +66,12 @@ class JsonGrammar {
 
  private:
   Symbol string_char();
-  int32_t unsigned_range(uint64_t lo, std::optional<uint64_t> hi);
+  // Integers lo..hi (digit strings without leading zeros; hi unset: unbounded).
+  int32_t unsigned_range(const std::string& lo, const std::optional<std::string>& hi);
   int32_t digits_between(const std::string& lo, const std::string& hi);
-  // Non-negative I(.F)? with lo <(=) value <(=) hi (hi unset: no upper bound).
-  int32_t unsigned_decimal(uint64_t lo, bool lo_exclusive, std::optional<uint64_t> hi, bool hi_exclusive);
+  // Non-negative I(.F)? with lo <= value <= hi (lo < value when lo_strict; hi unset: no upper
+  // bound); the signs of lo and hi are ignored.
+  int32_t unsigned_decimal(const Decimal& lo, bool lo_strict, const std::optional<Decimal>& hi);
 
   GrammarBuilder& g_;
   bool compact_;

@@ -440,7 +440,8 @@ Result<std::function<bool(const OrderedJson&)>> SchemaCompiler::value_filter(con
   });
 }
 
-Result<Symbol> SchemaCompiler::compile_enum(const OrderedJson& schema, const std::string& pointer, int depth) {
+Result<std::vector<OrderedJson>> SchemaCompiler::enum_values(const OrderedJson& schema, const std::string& pointer,
+                                                              int depth) const {
   // Other keywords beside the values keep those they accept: each value's compact text is run
   // through their own grammar (which may refuse some valid spellings: then the value goes too).
   OrderedJson rest = schema;
@@ -469,11 +470,18 @@ Result<Symbol> SchemaCompiler::compile_enum(const OrderedJson& schema, const std
   if (schema.contains("type")) {
     OG_ASSIGN_OR_RETURN(types, types_of(schema, pointer));
   }
-  const int32_t rule = g_.new_rule("enum " + pointer);
+  std::vector<OrderedJson> out;
   for (const auto& v : values) {
     const bool allowed = std::any_of(types.begin(), types.end(), [&](const std::string& t) { return value_has_type(v, t); });
-    if (allowed && kept(v)) g_.add_alt(rule, {json_.value(v)});
+    if (allowed && kept(v)) out.push_back(v);
   }
+  return out;
+}
+
+Result<Symbol> SchemaCompiler::compile_enum(const OrderedJson& schema, const std::string& pointer, int depth) {
+  OG_ASSIGN_OR_RETURN(const std::vector<OrderedJson> values, enum_values(schema, pointer, depth));
+  const int32_t rule = g_.new_rule("enum " + pointer);
+  for (const auto& v : values) g_.add_alt(rule, {json_.value(v)});
   return R::ref(rule);
 }
 

@@ -57,6 +57,8 @@ class SchemaCompiler {
   static constexpr size_t kMaxObjectStates = size_t{1} << 14;
   // patternProperties' keys are split by the set of patterns they match: 2^n key grammars.
   static constexpr size_t kMaxKeyPatterns = 4;
+  // uniqueItems tracks the set of values written: 2^n grammar states for n distinct values.
+  static constexpr size_t kMaxUniqueValues = 8;
 
   SchemaCompiler(const OrderedJson& root, SchemaDraft draft, bool compact) : root_(root), draft_(draft), json_(g_, compact) {}
 
@@ -71,6 +73,8 @@ class SchemaCompiler {
   Result<Symbol> compile_any_of(const OrderedJson& schema, const char* keyword, const std::string& pointer, int depth);
   Status check_one_of(const OrderedJson& branches, const OrderedJson& rest, const std::string& pointer) const;
   Result<Symbol> compile_enum(const OrderedJson& schema, const std::string& pointer, int depth);
+  // The values an enum/const schema allows: those of its type that its other keywords accept.
+  Result<std::vector<OrderedJson>> enum_values(const OrderedJson& schema, const std::string& pointer, int depth) const;
   // Whether a value meets `rest` (a schema's keywords beside enum/const), by its compact text.
   Result<std::function<bool(const OrderedJson&)>> value_filter(const OrderedJson& rest, const std::string& pointer,
                                                                int depth) const;
@@ -90,6 +94,10 @@ class SchemaCompiler {
   Result<Symbol> compile_multiple_of(const OrderedJson& schema, const std::string& pointer, bool integers);
   Result<Symbol> compile_number(const OrderedJson& schema, const std::string& pointer);
   Result<Symbol> compile_array(const OrderedJson& schema, const std::string& pointer, int depth);
+  // An array with uniqueItems true of min..max items (max < 0: open), or an error where the items
+  // are not a small finite set of scalars.
+  Result<Symbol> compile_unique_items(const OrderedJson& schema, const std::string& pointer, int depth, int64_t min,
+                                      int64_t max);
   Result<Symbol> compile_object(const OrderedJson& schema, const std::string& pointer, int depth);
   Result<ObjectMembers> object_members(const OrderedJson& schema, const std::string& pointer, int depth);
   Result<KeyRules> key_rules(const OrderedJson& schema, const std::string& pointer, int depth);

@@ -1,7 +1,9 @@
-// The keywords of each instance type: strings (lengths, pattern, format), integers (bounds),
-// arrays (items, prefixItems, additionalItems, item counts) and objects (properties, required,
-// additionalProperties).
+// The keywords of each instance type: strings (lengths, pattern, format), numbers and integers
+// (bounds, multipleOf), arrays (items, prefixItems, additionalItems, item counts, uniqueItems)
+// and objects (properties, required, additionalProperties).
 #include <algorithm>
+#include <bit>
+#include <charconv>
 #include <cmath>
 #include <numeric>
 
@@ -86,6 +88,37 @@ Result<DecimalStep> decimal_step(const OrderedJson& value, const std::string& po
   }
   const uint64_t states = out.step * static_cast<uint64_t>(out.fraction_digits + 1 + std::max(out.max_integer_digits, 1));
   if (states > kMaxMultipleStates) return too_large();
+  return out;
+}
+
+// Validators compare a number as its parsed double (an integer exactly) with the bound's value.
+// The grammar holds numbers to a double instead, inclusive: the bound itself, or for an exclusive
+// bound the next double inward (a number at or past that double parses at or past it, and so
+// strictly past the bound), or for an integer past 2^53, which a double may round either way,
+// the next double inward of its rounding. `inward` is +inf for a lower bound, -inf for an upper.
+double inner_bound(const OrderedJson& bound, bool exclusive, double inward) {
+  const double d = bound.get<double>();
+  const bool rounded_integer = !bound.is_number_float() && std::fabs(d) >= 9007199254740992.0;
+  return exclusive || rounded_integer ? std::nextafter(d, inward) : d;
+}
+
+// A double bound as a decimal the grammar compares exactly: the shortest decimal that reads back
+// as the double (0.1 for the double nearest 0.1, as the schema most likely spelled it), whose
+// every number on the inside also reads back on the inside (rounding is monotonic); an integral
+// double as its exact integer (past 2^53 the shortest text is not the value, and integers compare
+// exactly).
+JsonGrammar::Decimal decimal_of(double d) {
+  char text[512];  // the longest fixed text of a double: 309 integer digits, or 17 digits past 324 zeros
+  const std::to_chars_result r = d == std::floor(d) ? std::to_chars(text, text + sizeof text, d, std::chars_format::fixed, 0)
+                                                    : std::to_chars(text, text + sizeof text, d, std::chars_format::fixed);
+  std::string s(text, r.ptr);
+  JsonGrammar::Decimal out;
+  out.negative = d < 0;
+  if (s[0] == '-') s.erase(0, 1);
+  const size_t dot = s.find('.');
+  out.integer = s.substr(0, dot);
+  if (dot != std::string::npos) out.fraction = s.substr(dot + 1);
+  while (!out.fraction.empty() && out.fraction.back() == '0') out.fraction.pop_back();
   return out;
 }
 
@@ -180,28 +213,27 @@ Result<Symbol> SchemaCompiler::compile_multiple_of(const OrderedJson& schema, co
 
 Result<Symbol> SchemaCompiler::compile_number(const OrderedJson& schema, const std::string& pointer) {
   if (schema.contains("multipleOf")) return compile_multiple_of(schema, pointer, /*integers=*/false);
-  // Bounds at integer values only: a decimal bound (1.1) would need digit-by-digit fraction
-  // comparisons, and is refused. The tighter bound wins; at equal values the exclusive one.
-  std::optional<JsonGrammar::Bound> lo, hi;
-  bool bounded = false;
+  // Each bound as the inclusive double bound it implies; the tighter one wins.
+  std::optional<double> lo, hi;
   for (const char* key : {"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"}) {
     auto it = schema.find(key);
     if (it == schema.end()) continue;
-    if (!it->is_number()) return OG_ERROR("json schema: \"", key, "\" must be a number at ", shown(pointer));
-    const double v = it->get<double>();
-    if (v != std::floor(v) || !(std::fabs(v) < 9.2e18)) {
-      return OG_ERROR("json schema: unsupported keyword \"", key, "\" with a non-integer bound on numbers at ", shown(pointer));
+    if (!it->is_number() || !std::isfinite(it->get<double>())) {
+      return OG_ERROR("json schema: \"", key, "\" must be a finite number at ", shown(pointer));
     }
-    bounded = true;
     const std::string k = key;
-    const JsonGrammar::Bound b{static_cast<int64_t>(v), k.starts_with("exclusive")};
-    if (k.find("inimum") != std::string::npos) {
-      if (!lo || b.value > lo->value || (b.value == lo->value && b.exclusive)) lo = b;
-    } else if (!hi || b.value < hi->value || (b.value == hi->value && b.exclusive)) {
-      hi = b;
-    }
+    const bool lower = k.find("inimum") != std::string::npos;
+    const double d = inner_bound(*it, k.starts_with("exclusive"), lower ? HUGE_VAL : -HUGE_VAL);
+    if (lower) lo = lo ? std::max(*lo, d) : d;
+    else hi = hi ? std::min(*hi, d) : d;
   }
-  return bounded ? json_.number_range(lo, hi) : json_.number();
+  if (!lo && !hi) return json_.number();
+  // Past the largest double (an exclusive bound at it) nothing is left.
+  if ((lo && !std::isfinite(*lo)) || (hi && !std::isfinite(*hi)) || (lo && hi && *lo > *hi)) {
+    return R::ref(g_.nothing("empty number range"));
+  }
+  const auto decimal = [](std::optional<double> d) { return d ? std::optional<JsonGrammar::Decimal>(decimal_of(*d)) : std::nullopt; };
+  return json_.number_range(decimal(lo), decimal(hi));
 }
 
 Result<Symbol> SchemaCompiler::compile_integer(const OrderedJson& schema, const std::string& pointer) {
@@ -229,9 +261,6 @@ Result<Symbol> SchemaCompiler::compile_array(const OrderedJson& schema, const st
   OG_ASSIGN_OR_RETURN(int64_t min, count_keyword(schema, "minItems", pointer));
   OG_ASSIGN_OR_RETURN(const int64_t max, count_keyword(schema, "maxItems", pointer));
   min = std::max<int64_t>(min, 0);
-  if (schema.contains("uniqueItems") && schema["uniqueItems"] != false && !(max >= 0 && max <= 1)) {
-    return OG_ERROR("json schema: unsupported keyword \"uniqueItems\" at ", shown(pointer));
-  }
   // Draft-07: "items" as an array is the prefix and additionalItems the rest; 2020-12 spells
   // these prefixItems and items.
   const OrderedJson* prefix = nullptr;
@@ -244,6 +273,9 @@ Result<Symbol> SchemaCompiler::compile_array(const OrderedJson& schema, const st
     }
   } else if (schema.contains("additionalItems")) {
     return OG_ERROR("json schema: unsupported keyword \"additionalItems\" in draft 2020-12 at ", shown(pointer));
+  }
+  if (schema.contains("uniqueItems") && schema["uniqueItems"] != false && !(max >= 0 && max <= 1)) {
+    return compile_unique_items(schema, pointer, depth, min, max);
   }
   if (schema.contains(prefix_key)) prefix = &schema[prefix_key];
   if (schema.contains(rest_key)) rest = &schema[rest_key];
@@ -306,6 +338,68 @@ Result<Symbol> SchemaCompiler::compile_array(const OrderedJson& schema, const st
   }
   const int32_t array = g_.new_rule("array " + pointer);
   g_.add_alt(array, {g_.byte('['), json_.ws(), R::ref(after[0][0])});
+  return R::ref(array);
+}
+
+// The items are values from a finite set of scalars (enum, const, boolean, null): one state per
+// subset of the values written so far, and a value is written only outside its state's subset.
+// Values equal as JSON (1 and 1.0) are one value, in any of their spellings.
+Result<Symbol> SchemaCompiler::compile_unique_items(const OrderedJson& schema, const std::string& pointer, int depth,
+                                                    int64_t min, int64_t max) {
+  const auto refused = [&] {
+    return OG_ERROR("json schema: unsupported keyword \"uniqueItems\" (only over items of at most ", kMaxUniqueValues,
+                    " enum/const, boolean or null values) at ", shown(pointer));
+  };
+  const auto items = schema.find("items");
+  if (schema["uniqueItems"] != true || items == schema.end() || !items->is_object() || items->contains("$ref") ||
+      schema.contains("prefixItems") || schema.contains("contains")) {
+    return refused();
+  }
+  const std::string at = pointer + "/items";
+  std::vector<OrderedJson> values;
+  if (items->contains("enum") || items->contains("const")) {
+    OG_ASSIGN_OR_RETURN(values, enum_values(*items, at, depth + 1));
+  } else if (items->contains("type") && only_annotations(*items, "type")) {
+    OG_ASSIGN_OR_RETURN(const std::set<std::string> types, types_of(*items, at));
+    for (const std::string& t : types) {
+      if (t != "boolean" && t != "null") return refused();
+    }
+    if (types.count("boolean")) values.insert(values.end(), {OrderedJson(true), OrderedJson(false)});
+    if (types.count("null")) values.emplace_back(nullptr);
+  } else {
+    return refused();
+  }
+  std::vector<std::vector<OrderedJson>> distinct;  // the values, grouped by JSON equality
+  for (const OrderedJson& v : values) {
+    if (!v.is_primitive()) return refused();
+    auto same = std::find_if(distinct.begin(), distinct.end(), [&](const auto& group) { return group[0] == v; });
+    if (same == distinct.end()) distinct.push_back({v});
+    else same->push_back(v);
+  }
+  if (distinct.size() > kMaxUniqueValues) return refused();
+  std::vector<Symbol> spelled;
+  for (const auto& group : distinct) {
+    const int32_t rule = g_.new_rule("unique item " + at);
+    for (const OrderedJson& v : group) g_.add_alt(rule, {json_.value(v)});
+    spelled.push_back(R::ref(rule));
+  }
+  const size_t n = distinct.size();
+  const auto most = static_cast<size_t>(max >= 0 ? std::min<int64_t>(max, static_cast<int64_t>(n)) : static_cast<int64_t>(n));
+  std::vector<int32_t> after(size_t{1} << n);  // after[used]: the values in `used` written
+  for (int32_t& rule : after) rule = g_.new_rule("unique items " + pointer);
+  for (size_t used = 0; used < after.size(); ++used) {
+    const auto count = static_cast<size_t>(std::popcount(used));
+    if (static_cast<int64_t>(count) >= min) g_.add_alt(after[used], {g_.byte(']')});
+    for (size_t k = 0; k < n && count < most; ++k) {
+      if (used & (size_t{1} << k)) continue;
+      std::vector<Symbol> seq;
+      if (used != 0) seq = {g_.byte(','), json_.ws()};
+      seq.insert(seq.end(), {spelled[k], json_.ws(), R::ref(after[used | (size_t{1} << k)])});
+      g_.add_alt(after[used], std::move(seq));
+    }
+  }
+  const int32_t array = g_.new_rule("array " + pointer);
+  g_.add_alt(array, {g_.byte('['), json_.ws(), R::ref(after[0])});
   return R::ref(array);
 }
 

@@ -79,6 +79,10 @@ TEST(GeneratedOutputs, ValidateUnderPythonJsonschema) {
   int compiled_count = 0, finished = 0, walks = 0;
   for (const auto& [schema, draft] : schemas()) {
     auto compiled = CompiledConstraint::compile({ConstraintKind::kJsonSchema, schema.dump()}, v.vocabulary);
+    // The corpus holds only schemas the engine supports; the suite's it may refuse.
+    if (draft == "2020-12") {
+      EXPECT_TRUE(compiled && !(*compiled)->matches_nothing()) << schema.dump() << ": " << compiled.status().message();
+    }
     if (!compiled || (*compiled)->matches_nothing()) continue;
     ++compiled_count;
     for (int k = 0; k < kWalksPerSchema; ++k, ++walks) {

@@ -3,7 +3,9 @@
 // it is.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "constraint_test_util.h"
 
@@ -197,14 +199,14 @@ TEST(Matcher, RefusedSchemasNameTheKeywordAndWhere) {
   const TestVocabulary& v = test_vocabulary("qwen3");
   for (const auto& [schema, message] : std::vector<std::pair<std::string, std::string>>{
            {R"({"properties":{"a":{"not":{"type":"string","minLength":2}}}})", R"(unsupported keyword "not" (only of types, {} or a boolean) at /properties/a/not)"},
-           {R"({"type":"array","items":{"uniqueItems":true}})", R"(unsupported keyword "uniqueItems" at /items)"},
+           {R"({"type":"array","items":{"uniqueItems":true}})", R"(unsupported keyword "uniqueItems" (only over items of at most 8 enum/const, boolean or null values) at /items)"},
            {R"({"multipleOf":0.1})", R"(unsupported keyword "multipleOf" 0.1 (not a binary fraction)"},
            {R"({"type":"integer","minimum":0,"multipleOf":2})", R"(unsupported keyword "multipleOf" next to integer bounds at /)"},
            {R"({"if":{"type":"string"},"then":{"minLength":1}})", R"(unsupported keyword "if" with "then"/"else")"},
            {R"({"dependencies":{"a":{"properties":{}}}})", R"(unsupported keyword "dependencies" with a schema (only lists of names) at /dependencies/a)"},
            {R"({"propertyNames":{"enum":["a"]}})", R"(unsupported keyword "enum" in propertyNames)"},
            {R"({"patternProperties":{"a":{},"b":{},"c":{},"d":{},"e":{}}})", R"(unsupported keyword "patternProperties" with more than 4 patterns)"},
-           {R"({"type":"number","minimum":0.5})", R"(unsupported keyword "minimum" with a non-integer bound on numbers at /)"},
+           {R"({"type":"number","minimum":"0.5"})", R"("minimum" must be a finite number at /)"},
            {R"({"$ref":"http://example.com/s.json"})", R"(unsupported keyword "$ref")"},
            {R"({"type":"string","format":"hostname"})", R"(unsupported keyword "format" "hostname")"},
                       {R"({"oneOf":[{"type":"integer"},{"type":"number"}]})", R"(unsupported keyword "oneOf")"},
@@ -241,33 +243,158 @@ TEST(Matcher, StringsCountEscapesAsOneCharacter) {
   }
 }
 
-// Numbers with integer bounds, against the bounds evaluated on the parsed value (strtod).
-TEST(Matcher, NumberBoundsHoldForEveryAcceptedSpelling) {
+// Whether python3-jsonschema takes `text` under the number bounds of `bounds`: the text parsed
+// as a double (strtod rounds correctly, like Python's float) against each bound's double.
+bool validator_takes(const nlohmann::json& bounds, const std::string& text) {
+  char* end = nullptr;
+  const double x = std::strtod(text.c_str(), &end);
+  const bool json_number = !text.empty() && *end == '\0' && text.find("00") != 0 && text.find("-00") != 0 && text[0] != '.' &&
+                           text.back() != '.' && text[0] != '+';
+  bool in = json_number;
+  if (bounds.contains("minimum")) in = in && x >= bounds["minimum"].get<double>();
+  if (bounds.contains("maximum")) in = in && x <= bounds["maximum"].get<double>();
+  if (bounds.contains("exclusiveMinimum")) in = in && x > bounds["exclusiveMinimum"].get<double>();
+  if (bounds.contains("exclusiveMaximum")) in = in && x < bounds["exclusiveMaximum"].get<double>();
+  return in;
+}
+
+// Whether a bounded number grammar must take `text` when it is inside: no exponent, not a
+// negative zero, at most 15 significant digits (beyond, the grammar compares exact decimals and
+// may leave out a number that rounds onto the bound).
+bool must_take(const std::string& text) {
+  const size_t first = std::min(text.find_first_of("123456789"), text.size());
+  const size_t dot = text.find('.');
+  const size_t significant = text.size() - first - (dot != std::string::npos && dot > first);
+  return text.find_first_of("eE") == std::string::npos && (first < text.size() ? significant <= 15 : text[0] != '-');
+}
+
+void expect_bounds_hold(const std::shared_ptr<CompiledConstraint>& compiled, const std::string& schema, const std::string& text) {
+  const bool in = validator_takes(nlohmann::json::parse(schema), text);
+  const bool accepted = accepts_bytes(compiled, text);
+  if (accepted) {
+    EXPECT_TRUE(in) << schema << " accepted " << text;
+  }
+  if (in && must_take(text)) {
+    EXPECT_TRUE(accepted) << schema << " refused " << text;
+  }
+}
+
+// Integer and decimal bounds, inclusive and exclusive, against the validator's comparison.
+TEST(Matcher, NumberBoundsAgreeWithDoubleComparison) {
   const TestVocabulary& v = test_vocabulary("qwen3");
-  const std::vector<std::string> texts = {"0", "-0", "0.0", "-0.5", "1", "1.0", "1.5", "2", "2.000", "2.01", "-1", "-1.0",
-                                          "-1.01", "-2", "-3.5", "10", "99.99", "100", "100.0", "100.5", "1e1", "007", "-"};
-  for (const std::string schema : {R"({"type":"number","minimum":-1,"maximum":2})", R"({"type":"number","exclusiveMinimum":-2,"exclusiveMaximum":100})",
-                                   R"({"type":"number","minimum":0})", R"({"type":"number","exclusiveMaximum":0})",
-                                   R"({"type":"number","exclusiveMinimum":1,"maximum":1})"}) {
+  const std::vector<std::string> texts = {
+      "0", "1", "-1", "2", "10", "100", "101", "-2", "-3", "0.0", "-0.5", "2.000", "2.01", "-1.0", "-1.01", "-3.5", "99.99",
+      "100.0", "100.5", "1e1", "007", "-", "0.001", "0.00100", "0.0009999", "0.001000000001", "0.0999", "0.1", "0.10",
+      "0.1000001", "0.25", "0.49999", "0.4999999999999999", "0.5", "0.500", "0.50001", "0.5000000000000001",
+      "0.50000000000000001", "0.09999999999999999999", "0.99999999999999999", "1.0", "1.4999999", "1.5", "1.5000001",
+      "2.2499", "2.25", "2.2500", "2.25001", "-0.09", "-0.1", "-0.10", "-0.1000001", "-0.25", "-0.2500001", "-0.2499",
+      "-1.0000001", "-2.4999", "-2.5", "-2.50", "-2.5000000000000001", "-2.5001", "100.7499", "100.75", "100.750",
+      "100.75000001", "-100.75", "-0", "-0.0", "1e-3", "0.5e0", "00.5", ".5", "0.", "-"};
+  for (const std::string schema : {
+           R"({"type":"number","minimum":-1,"maximum":2})", R"({"type":"number","exclusiveMinimum":-2,"exclusiveMaximum":100})",
+           R"({"type":"number","minimum":0})", R"({"type":"number","exclusiveMaximum":0})", R"({"type":"number","exclusiveMaximum":1})",
+           R"({"type":"number","exclusiveMinimum":1,"maximum":1})", R"({"type":"number","minimum":0.5})",
+           R"({"type":"number","exclusiveMinimum":0.5})", R"({"type":"number","minimum":0.5,"maximum":2.25})",
+           R"({"type":"number","exclusiveMinimum":0.1,"exclusiveMaximum":2.25})", R"({"type":"number","minimum":1e-3,"exclusiveMaximum":0.1})",
+           R"({"type":"number","exclusiveMinimum":-2.5,"maximum":-0.25})", R"({"type":"number","minimum":-2.5,"exclusiveMaximum":100.75})",
+           R"({"type":"number","maximum":-0.1})", R"({"type":"number","minimum":-1,"maximum":0.5})",
+           R"({"type":"number","exclusiveMinimum":1,"exclusiveMaximum":1.5})",
+           R"({"type":"number","minimum":0.5,"exclusiveMinimum":0.25,"maximum":100.75,"exclusiveMaximum":100.75})",
+           R"({"type":"number","minimum":-100.75,"maximum":-100.75})"}) {
     auto compiled = compile(v, ConstraintKind::kJsonSchema, schema);
-    const auto bounds = nlohmann::json::parse(schema);
-    for (const std::string& text : texts) {
-      const double x = std::strtod(text.c_str(), nullptr);
-      bool in = text != "007" && text != "-";
-      if (bounds.contains("minimum")) in = in && x >= bounds["minimum"].get<double>();
-      if (bounds.contains("maximum")) in = in && x <= bounds["maximum"].get<double>();
-      if (bounds.contains("exclusiveMinimum")) in = in && x > bounds["exclusiveMinimum"].get<double>();
-      if (bounds.contains("exclusiveMaximum")) in = in && x < bounds["exclusiveMaximum"].get<double>();
-      const bool accepted = accepts_bytes(compiled, text);
-      if (accepted) {
-        EXPECT_TRUE(in) << schema << " accepted " << text;
-      }
-      // Spellings the bounded grammar leaves out: exponents, and -0 (equal to 0).
-      if (in && text != "1e1" && text != "-0") {
-        EXPECT_TRUE(accepted) << schema << " refused " << text;
+    for (const std::string& text : texts) expect_bounds_hold(compiled, schema, text);
+  }
+  // At the bound exactly, by hand: inclusive takes it, exclusive does not; just past it either way.
+  const auto accepts = [&](const std::string& schema, const std::string& text) { return accepts_bytes(compile(v, ConstraintKind::kJsonSchema, schema), text); };
+  EXPECT_TRUE(accepts(R"({"type":"number","minimum":0.5})", "0.5"));
+  EXPECT_FALSE(accepts(R"({"type":"number","minimum":0.5})", "0.49999"));
+  EXPECT_FALSE(accepts(R"({"type":"number","exclusiveMinimum":0.5})", "0.5"));
+  EXPECT_FALSE(accepts(R"({"type":"number","exclusiveMinimum":0.5})", "0.50000000000000001"));  // parses as 0.5
+  EXPECT_TRUE(accepts(R"({"type":"number","exclusiveMinimum":0.5})", "0.50001"));
+  EXPECT_TRUE(accepts(R"({"type":"number","maximum":-2.5})", "-2.5"));
+  EXPECT_FALSE(accepts(R"({"type":"number","exclusiveMaximum":-2.5})", "-2.5"));
+  EXPECT_TRUE(accepts(R"({"type":"number","exclusiveMaximum":-2.5})", "-2.5000001"));
+  // Integer bounds stay exact on the parsed value too: 0.99999999999999999 parses as 1.
+  EXPECT_FALSE(accepts(R"({"type":"number","exclusiveMaximum":1})", "0.99999999999999999"));
+  EXPECT_TRUE(accepts(R"({"type":"number","exclusiveMaximum":1})", "0.9999"));
+  // 0.1 is the double nearest 0.1; the grammar's bound is the text 0.1.
+  EXPECT_TRUE(accepts(R"({"type":"number","minimum":0.1,"maximum":0.1})", "0.1000"));
+  EXPECT_FALSE(accepts(R"({"type":"number","minimum":0.1,"maximum":0.1})", "0.1000000001"));
+  // Far from 1: tiny and huge bounds, and an integer bound past 2^53 (held one double inward).
+  EXPECT_TRUE(accepts(R"({"type":"number","exclusiveMinimum":0,"maximum":1e-300})", "0." + std::string(300, '0') + "5"));
+  EXPECT_FALSE(accepts(R"({"type":"number","exclusiveMinimum":0,"maximum":1e-300})", "0." + std::string(299, '0') + "11"));
+  EXPECT_FALSE(accepts(R"({"type":"number","exclusiveMinimum":0,"maximum":1e-300})", "0.0"));
+  // The double 1e300 is 1000000000000000052504...: the integer 10^300 is below it.
+  EXPECT_TRUE(accepts(R"({"type":"number","minimum":1e300})", "2" + std::string(300, '0') + ".5"));
+  EXPECT_FALSE(accepts(R"({"type":"number","minimum":1e300})", "1" + std::string(300, '0')));
+  EXPECT_FALSE(accepts(R"({"type":"number","maximum":9007199254740993})", "9007199254740993.0"));  // parses as 2^53 + 2
+  EXPECT_TRUE(compile(v, ConstraintKind::kJsonSchema, R"({"type":"number","exclusiveMinimum":1.7976931348623157e308})")->matches_nothing());
+}
+
+// Random short decimal bounds, and numbers near them up to 25 digits past the point (the exact
+// expansions of nearby doubles among them).
+TEST(Matcher, RandomDecimalBoundsNeverAdmitAnOutsideNumber) {
+  const TestVocabulary& v = test_vocabulary("qwen3");
+  std::mt19937_64 rng(22);
+  const auto decimal = [&] {
+    std::string text = (rng() % 2 ? "-" : "") + std::to_string(rng() % (rng() % 2 ? 10 : 1000));
+    if (rng() % 4 != 0) text += "." + std::to_string(rng() % 1000 + 1000).substr(1, 1 + rng() % 3);
+    return text;
+  };
+  for (int round = 0; round < 200; ++round) {
+    nlohmann::json bounds = {{"type", "number"}};
+    const std::string a = decimal(), b = decimal();
+    const bool swap = std::strtod(a.c_str(), nullptr) > std::strtod(b.c_str(), nullptr);
+    if (rng() % 4 != 0) bounds[rng() % 2 ? "minimum" : "exclusiveMinimum"] = nlohmann::json::parse(swap ? b : a);
+    if (rng() % 4 != 0) bounds[rng() % 2 ? "maximum" : "exclusiveMaximum"] = nlohmann::json::parse(swap ? a : b);
+    const std::string schema = bounds.dump();
+    auto compiled = compile(v, ConstraintKind::kJsonSchema, schema);
+    for (const std::string& bound : {a, b}) {
+      const double at = std::strtod(bound.c_str(), nullptr);
+      expect_bounds_hold(compiled, schema, bound);
+      for (int k = 0; k < 12; ++k) {
+        const double x = at + (rng() % 2 ? 1 : -1) * std::pow(10.0, -static_cast<int>(rng() % 20));
+        char text[64];
+        std::snprintf(text, sizeof text, "%.*f", static_cast<int>(rng() % 26), rng() % 3 ? x : std::nextafter(at, x));
+        expect_bounds_hold(compiled, schema, text);
       }
     }
   }
+}
+
+// uniqueItems over a finite set of scalars: no value twice (1 and 1.0 are one value), with the
+// item counts; anything else is refused.
+TEST(Matcher, UniqueItemsNeverRepeatAValue) {
+  const TestVocabulary& v = test_vocabulary("qwen3");
+  const auto check = [&](const std::string& schema, const std::vector<std::string>& in, const std::vector<std::string>& out) {
+    auto compiled = compile(v, ConstraintKind::kJsonSchema, schema);
+    for (const std::string& text : in) EXPECT_TRUE(accepts_bytes(compiled, text)) << schema << " refused " << text;
+    for (const std::string& text : out) EXPECT_FALSE(accepts_bytes(compiled, text)) << schema << " accepted " << text;
+  };
+  check(R"({"type":"array","uniqueItems":true,"items":{"type":"boolean"}})", {"[]", "[true]", "[false, true]", "[true,false]"},
+        {"[true,true]", "[false,true,false]", "[null]"});
+  check(R"({"type":"array","uniqueItems":true,"items":{"enum":[1,"a",1.0,2.5,null,true]},"minItems":2,"maxItems":3})",
+        {"[1,\"a\"]", "[1.0,2.5,null]", "[true,1]", "[null, \"a\", 2.5]"},
+        {"[1]", "[1,1]", "[1,1.0]", "[1.0,1]", "[\"a\",\"a\"]", "[1,\"a\",2.5,null]", "[2.50,1]", "[false,1]"});
+  check(R"({"type":"array","uniqueItems":true,"items":{"const":"x"},"minItems":1})", {"[\"x\"]"}, {"[]", "[\"x\",\"x\"]"});
+  check(R"({"type":"array","uniqueItems":true,"items":{"enum":["a","b","c"],"maxLength":1,"type":"string"}})",
+        {"[\"c\",\"a\",\"b\"]"}, {"[\"a\",\"b\",\"a\"]", "[\"c\",\"c\"]"});
+  check(R"({"type":"array","uniqueItems":true,"items":{"type":["boolean","null"]},"minItems":3})", {"[null,false,true]"},
+        {"[null,false]", "[null,false,null]"});
+  EXPECT_TRUE(compile(v, ConstraintKind::kJsonSchema, R"({"type":"array","uniqueItems":true,"items":{"type":"boolean"},"minItems":3})")
+                  ->matches_nothing());
+  for (const std::string schema : {R"({"type":"array","uniqueItems":true})", R"({"uniqueItems":true,"items":{"type":"integer"}})",
+                                   R"({"uniqueItems":true,"items":{"enum":[0,1,2,3,4,5,6,7,8]}})",
+                                   R"({"uniqueItems":true,"items":{"enum":[[1],[2]]}})",
+                                   R"({"uniqueItems":true,"prefixItems":[{"const":1}],"items":{"const":2}})",
+                                   R"({"uniqueItems":true,"items":{"enum":[1,2]},"contains":{"const":1}})"}) {
+    auto compiled = CompiledConstraint::compile({ConstraintKind::kJsonSchema, schema}, v.vocabulary);
+    ASSERT_FALSE(compiled.is_ok()) << schema;
+    EXPECT_NE(compiled.status().message().find(R"(unsupported keyword "uniqueItems" (only over items of at most 8 enum/const, boolean or null values) at /)"),
+              std::string::npos) << compiled.status().message();
+  }
+  // At most 8 values, after equal ones merge (1 and 1.0, "a" twice).
+  EXPECT_TRUE(compile(v, ConstraintKind::kJsonSchema, R"({"uniqueItems":true,"items":{"enum":[0,1,2,3,4,5,6,7,1.0,7.0]}})"));
 }
 
 TEST(Matcher, OneOfTaggedUnionsCompileAndOverlapsAreRefused) {
