@@ -256,16 +256,38 @@ Status shard_qkv(Graph& graph, Node& gqa, int64_t heads, int64_t kv_heads, const
   return keep_columns(graph, qkv, packed_qkv_columns(heads, kv_heads, head_size, r));
 }
 
+// The rank's query heads of a per-head input along `axis`: head_sink [heads] (gpt-oss's sinks) or
+// attention_bias [B | 1, heads | 1, S, T]. One that broadcasts over the heads (1 along the axis)
+// every rank reads whole; a constant one is cut; a computed one of several heads is refused.
+Status shard_per_head_input(Graph& graph, Node& gqa, int slot, int axis, int64_t heads, const Rank& r) {
+  Value* v = gqa.input(static_cast<size_t>(slot));
+  if (v == nullptr) return Status::ok();
+  const char* name = slot == G::kHeadSink ? "head_sink" : "attention_bias";
+  if (v->is_constant()) {
+    const Tensor& whole = v->initializer;
+    if (whole.rank() <= axis) return OG_ERROR(gqa.describe(), ": ", name, " has no heads axis ", axis);
+    if (whole.shape()[axis] == 1) return Status::ok();
+    if (whole.shape()[axis] != heads) {
+      return OG_ERROR(gqa.describe(), ": ", name, " has ", whole.shape()[axis], " heads along axis ", axis, ", not num_heads ", heads);
+    }
+    const auto [h0, h1] = r.share(heads);
+    OG_ASSIGN_OR_RETURN(Tensor cut, keep_along_axis(whole, axis, {{h0, h1}}));
+    set_input(&gqa, static_cast<size_t>(slot), add_constant(graph, v->name + "/shard", std::move(cut)));
+    release_unread(graph, {v});
+    return Status::ok();
+  }
+  if (v->dims && static_cast<int>(v->dims->size()) > axis && (*v->dims)[static_cast<size_t>(axis)].value == 1) return Status::ok();
+  return OG_ERROR(gqa.describe(), ": ", name, " '", v->name,
+                  "' is computed per head; the tensor-parallel pass splits constant ones or ones broadcast over the heads");
+}
+
 Status shard_attention(Graph& graph, Node& gqa, const Rank& r) {
   // position_ids hold one position per token, the same for every head: every rank reads them.
-  for (int slot : {G::kAttentionBias, G::kHeadSink}) {
-    if (gqa.input(static_cast<size_t>(slot)) != nullptr) {
-      return OG_ERROR(gqa.describe(), ": takes attention_bias or head_sink, which the tensor-parallel pass does not split");
-    }
-  }
   const int64_t heads = gqa.attrs.get_int("num_heads", 0), kv_heads = gqa.attrs.get_int("kv_num_heads", 0);
   if (kv_heads <= 0 || kv_heads % r.world != 0) return indivisible(gqa, "kv_num_heads", kv_heads, r);
   if (heads <= 0 || heads % kv_heads != 0) return OG_ERROR(gqa.describe(), ": num_heads ", heads, " is not a multiple of kv_num_heads ", kv_heads);
+  OG_RETURN_IF_ERROR(shard_per_head_input(graph, gqa, G::kHeadSink, 0, heads, r));
+  OG_RETURN_IF_ERROR(shard_per_head_input(graph, gqa, G::kAttentionBias, 1, heads, r));
   OG_RETURN_IF_ERROR(shard_qkv(graph, gqa, heads, kv_heads, r));
   Value* out = gqa.outputs[G::kOutput];
   Node* o_proj = out->consumers.size() == 1 && !graph.is_output(out) ? out->consumers[0] : nullptr;

@@ -200,6 +200,14 @@ TEST_F(TensorParallelDecoders, PositionIdsInputMatchesUnsharded) {
   for (int ranks : {2, 4}) expect_same_decode(path, ranks);
 }
 
+// gpt-oss's attention sinks (GroupQueryAttention's head_sink, one learned logit per query head):
+// each rank keeps its heads' sinks. With q/k/v and o biases as gpt-oss has them.
+TEST_F(TensorParallelDecoders, HeadSinksMatchUnsharded) {
+  const std::string path = model("sinks", with(kHeads, {"--set", "attention_sinks=true", "--set", "attention_bias=true",
+                                                         "--set", "o_proj_bias=true"}));
+  for (int ranks : {2, 4}) expect_same_decode(path, ranks);
+}
+
 TEST_F(TensorParallelDecoders, Int4SeparateQkvMatchesUnsharded) {
   const std::string path = model("int4_separate", with(kHeads, {"--weights", "int4", "--block-size", "16", "--separate-qkv"}));
   for (int ranks : {2, 4}) expect_same_decode(path, ranks);
