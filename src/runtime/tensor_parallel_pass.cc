@@ -11,6 +11,7 @@
 
 #include "ops/schema/attention.h"
 #include "ops/schema/collective.h"
+#include "ops/schema/moe.h"
 #include "runtime/generation_passes.h"
 #include "runtime/graph_edit.h"
 #include "runtime/tensor_parallel_weights.h"
@@ -398,6 +399,84 @@ Status shard_lm_head(Graph& graph, Node& head, const Rank& r) {
   return Status::ok();
 }
 
+// ---- MoE experts ---------------------------------------------------------------------------------
+// com.microsoft MoE / QMoE (ops/schema/moe.h): every expert's intermediate features are split as
+// an MLP's are. fc1 / fc3 keep the rank's rows of N (with swiglu_fusion 1 the interleaved gate/up
+// pairs, with 2 both halves), fc2 the same features along K (whole bytes and quantization blocks),
+// fc2's bias stays on rank 0 alone, and AllReduce sums the ranks' outputs. The router is whole on
+// every rank, so every rank routes each token to the same experts.
+
+bool is_moe(const Node& node) { return node.domain == "com.microsoft" && (node.op_type == "MoE" || node.op_type == "QMoE"); }
+
+// `node`'s constant input `slot` with `ranges` along `axis`; absent inputs stay absent.
+Status cut_input(Graph& graph, Node& node, int slot, int axis, const IndexRanges& ranges) {
+  Value* v = node.input(static_cast<size_t>(slot));
+  if (v == nullptr) return Status::ok();
+  if (!v->is_constant()) return OG_ERROR(node.describe(), ": input '", v->name, "' is not a constant to split");
+  OG_ASSIGN_OR_RETURN(Tensor cut, keep_along_axis(v->initializer, axis, ranges));
+  set_input(&node, static_cast<size_t>(slot), add_constant(graph, v->name + "/shard", std::move(cut)));
+  release_unread(graph, {v});
+  return Status::ok();
+}
+
+Status shard_moe(Graph& graph, Node& moe, const Rank& r) {
+  const bool quantized = moe.op_type == "QMoE";
+  const bool fp4 = quantized && moe.attrs.get_string("quant_type", "int") == "fp4";
+  const int64_t bits = !quantized ? 0 : fp4 ? 4 : moe.attrs.get_int("expert_weight_bits", 4);
+  const int64_t block = fp4 ? 32 : quantized ? moe.attrs.get_int("block_size", 0) : 0;
+  using S = MoEParams;
+  const S::Slots fc1 = S::slots(quantized, 0), fc2 = S::slots(quantized, 1), fc3 = S::slots(quantized, 2);
+  const Value* down = moe.input(static_cast<size_t>(fc2.weights));
+  if (down == nullptr || !down->is_constant() || down->initializer.rank() != 3) {
+    return OG_ERROR(moe.describe(), ": fc2_experts_weights is not a constant [experts, hidden, inter] to split");
+  }
+  const int64_t packed = down->initializer.shape()[2];
+  const int64_t inter = quantized ? packed * 8 / bits : packed;
+  if (inter % r.world != 0) return indivisible(moe, "the experts' intermediate size", inter, r);
+  const auto [i0, i1] = r.share(inter);
+  if (quantized && (i0 * bits % 8 != 0 || (block > 0 && i0 % block != 0))) {
+    return OG_ERROR(moe.describe(), ": the ranks' intermediate features [", i0, ", ", i1, ") do not fall on its ",
+                    block > 0 ? "quantization blocks of " : "bytes of ", block > 0 ? block : 8 / bits, " values");
+  }
+  // fc1 / fc3 rows: the rank's features (and their pairs or halves when fc1 holds gate and up).
+  const bool fused = moe.attrs.get_string("activation_type", "relu") == "swiglu" && moe.attrs.get_int("swiglu_fusion", 0) != 0;
+  const int64_t fusion = fused ? moe.attrs.get_int("swiglu_fusion", 0) : 0;
+  const IndexRanges rows = fusion == 1 ? IndexRanges{{2 * i0, 2 * i1}}
+                           : fusion == 2 ? IndexRanges{{i0, i1}, {inter + i0, inter + i1}}
+                                         : IndexRanges{{i0, i1}};
+  for (const S::Slots& fc : {fc1, fc3}) {
+    if (moe.input(static_cast<size_t>(fc.weights)) == nullptr) continue;
+    if (fc.zero_points >= 0 && moe.input(static_cast<size_t>(fc.zero_points)) != nullptr && block == 0 && bits != 8) {
+      return OG_ERROR(moe.describe(), ": per-row zero points packed along N are not split by the tensor-parallel pass");
+    }
+    for (const int slot : {fc.weights, fc.scales, fc.bias, fc.zero_points}) {
+      if (slot >= 0) OG_RETURN_IF_ERROR(cut_input(graph, moe, slot, 1, rows));
+    }
+  }
+  // fc2 along K: packed bytes, one scale (and zero point) per block; per-row scales stay whole.
+  const IndexRanges bytes = {{quantized ? i0 * bits / 8 : i0, quantized ? i1 * bits / 8 : i1}};
+  OG_RETURN_IF_ERROR(cut_input(graph, moe, fc2.weights, 2, bytes));
+  if (block > 0) {
+    OG_RETURN_IF_ERROR(cut_input(graph, moe, fc2.scales, 2, {{i0 / block, i1 / block}}));
+    if (fc2.zero_points >= 0 && moe.input(static_cast<size_t>(fc2.zero_points)) != nullptr) {
+      const int64_t per_byte = 8 / bits;
+      if ((i0 / block) % per_byte != 0 || (i1 / block) % per_byte != 0) {
+        return OG_ERROR(moe.describe(), ": fc2's packed zero points do not split on whole bytes across the ranks");
+      }
+      OG_RETURN_IF_ERROR(cut_input(graph, moe, fc2.zero_points, 2, {{i0 / block / per_byte, i1 / block / per_byte}}));
+    }
+  }
+  // fc2's bias is added once: after the sum, as rank 0's alone.
+  if (Value* bias = moe.input(static_cast<size_t>(fc2.bias)); bias != nullptr && r.rank != 0) {
+    if (!bias->is_constant()) return OG_ERROR(moe.describe(), ": fc2_experts_bias is not a constant");
+    OG_ASSIGN_OR_RETURN(Tensor zeros, Tensor::allocate(bias->initializer.dtype(), bias->initializer.shape()));
+    set_input(&moe, static_cast<size_t>(fc2.bias), add_constant(graph, bias->name + "/shard", std::move(zeros)));
+    release_unread(graph, {bias});
+  }
+  add_all_reduce(graph, moe);
+  return Status::ok();
+}
+
 int opset_of(const Graph& graph) {
   auto it = graph.opset_imports.find("");
   return it != graph.opset_imports.end() ? it->second : 13;
@@ -504,6 +583,11 @@ Result<TensorParallelShards> shard_for_tensor_parallel(Graph& graph, const std::
     return OG_ERROR("output '", logits, "': no LM head (a projection feeding it through position-wise ops) to shard");
   }
   for (Node* node : nodes) {
+    if (is_moe(*node)) {
+      OG_RETURN_IF_ERROR(shard_moe(graph, *node, r));
+      ++shards.moe_layers;
+      continue;
+    }
     if (node == head || !is_projection(node)) continue;
     if (std::optional<MlpMatch> m = match_mlp(graph, *node)) {
       OG_RETURN_IF_ERROR(shard_mlp(graph, *node, *m, r));

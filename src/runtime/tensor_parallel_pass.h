@@ -15,6 +15,10 @@
 //               projections of one activation (gate/up) is a down-projection: gate/up keep
 //               intermediate columns [r I/N, (r+1) I/N), down keeps those input rows and is
 //               followed by an AllReduce.
+//   MoE         per com.microsoft MoE / QMoE: each expert's intermediate features [r I/N, (r+1) I/N)
+//               (fc1 / fc3 rows, with fused gate/up their pairs or halves; fc2 along K on whole
+//               bytes and quantization blocks), fc2's bias on rank 0 only, then an AllReduce; the
+//               router stays whole, so every rank picks the same experts.
 //   LM head     the projection feeding the logits keeps vocabulary columns [r V/N, (r+1) V/N),
 //               and an AllGather along the last axis gives every rank the whole logits.
 //   embedding   a Gather from a constant [V, hidden] table keeps rows [r V/N, (r+1) V/N): each
@@ -40,6 +44,7 @@ namespace onnx_genai {
 struct TensorParallelShards {
   int attention_layers = 0;  // GroupQueryAttention nodes sharded by heads
   int mlps = 0;              // down projections sharded by intermediate rows
+  int moe_layers = 0;        // MoE / QMoE nodes sharded by each expert's intermediate features
   bool lm_head = false;      // the LM head sharded by vocabulary
   bool embedding = false;    // the token embedding sharded by vocabulary
 };

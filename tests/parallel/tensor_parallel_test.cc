@@ -208,6 +208,29 @@ TEST_F(TensorParallelDecoders, HeadSinksMatchUnsharded) {
   for (int ranks : {2, 4}) expect_same_decode(path, ranks);
 }
 
+// Mixture-of-experts layers (com.microsoft MoE / QMoE): each expert's intermediate features split
+// across the ranks, the router whole. Float experts (mixtral), int4 experts with block scales
+// (qwen3_moe, 16-value blocks of its 64 features), and gpt-oss's mxfp4 experts (32-value blocks
+// of 256) with their biases, clamped SwiGLU and the attention sinks.
+TEST_F(TensorParallelDecoders, MixtureOfExpertsMatchUnsharded) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"mixtral", {"--preset", "mixtral", "--set", "num_attention_heads=8", "--set", "num_key_value_heads=4"}},
+      {"qwen3_moe_int4", {"--preset", "qwen3_moe", "--set", "num_attention_heads=8", "--set", "num_key_value_heads=4",
+                          "--weights", "int4", "--block-size", "16"}},
+      {"gpt_oss_mxfp4", {"--preset", "gpt_oss", "--set", "num_attention_heads=8", "--set", "num_key_value_heads=4",
+                         "--moe-weights", "mxfp4"}},
+  };
+  for (const auto& [name, args] : cases) {
+    const std::string path = model(name, args);
+    auto model_ir = load_onnx_model(path);
+    ASSERT_TRUE(model_ir.is_ok()) << model_ir.status().message();
+    auto shards = shard_for_tensor_parallel(*(*model_ir)->graph, "logits", 1, 2);
+    ASSERT_TRUE(shards.is_ok()) << name << ": " << shards.status().message();
+    EXPECT_EQ(shards->moe_layers, 2) << name;
+    for (int ranks : {2, 4}) expect_same_decode(path, ranks);
+  }
+}
+
 TEST_F(TensorParallelDecoders, Int4SeparateQkvMatchesUnsharded) {
   const std::string path = model("int4_separate", with(kHeads, {"--weights", "int4", "--block-size", "16", "--separate-qkv"}));
   for (int ranks : {2, 4}) expect_same_decode(path, ranks);
