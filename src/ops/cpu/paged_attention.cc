@@ -218,10 +218,22 @@ void PagedAttentionKernel::attend(const KernelContext& ctx, int64_t token, int64
       lo = hi;
     }
   };
+  // Heads in tiles of kQueryTile (each key / value row loaded serves them all) and the rest one by
+  // one, as the contiguous kernel groups a decode's heads: the tile and single forms round alike.
+  const int64_t tiled = group_ / kQueryTile * kQueryTile;
   for (int64_t span_lo = first_key; span_lo <= pos; span_lo += span_) {
     const int64_t span_hi = std::min(pos + 1, span_lo + span_), n = span_hi - span_lo;
     for_each_piece(span_lo, span_hi, key_cache, scratch + slot_.k_rows, [&](int64_t at, int64_t m, const float* k, int64_t stride) {
-      for (int64_t j = 0; j < group_; ++j) rows_->dot_rows(q + j * d, k, stride, m, d, scores + j * span_ + at);
+      for (int64_t j = 0; j < tiled; j += kQueryTile) {
+        const float* qs[kQueryTile];
+        float* out[kQueryTile];
+        for (int r = 0; r < kQueryTile; ++r) {
+          qs[r] = q + (j + r) * d;
+          out[r] = scores + (j + r) * span_ + at;
+        }
+        rows_->dot_rows_tile(qs, k, stride, m, d, out);
+      }
+      for (int64_t j = tiled; j < group_; ++j) rows_->dot_rows(q + j * d, k, stride, m, d, scores + j * span_ + at);
     });
     for (int64_t j = 0; j < group_; ++j) {
       float* s = scores + j * span_;
@@ -233,7 +245,18 @@ void PagedAttentionKernel::attend(const KernelContext& ctx, int64_t token, int64
     }
     // The correction scales the output once, with the span's first piece; the later pieces add on.
     for_each_piece(span_lo, span_hi, value_cache, scratch + slot_.v_rows, [&](int64_t at, int64_t m, const float* v, int64_t stride) {
-      for (int64_t j = 0; j < group_; ++j) {
+      for (int64_t j = 0; j < tiled; j += kQueryTile) {
+        const float* p[kQueryTile];
+        float* out[kQueryTile];
+        float scale_by[kQueryTile];
+        for (int r = 0; r < kQueryTile; ++r) {
+          p[r] = scores + (j + r) * span_ + at;
+          out[r] = acc + (j + r) * d;
+          scale_by[r] = at == 0 ? correction[j + r] : 1.0f;
+        }
+        rows_->accumulate_rows_tile(p, v, stride, m, d, scale_by, out);
+      }
+      for (int64_t j = tiled; j < group_; ++j) {
         rows_->accumulate_rows(scores + j * span_ + at, v, stride, m, d, at == 0 ? correction[j] : 1.0f, acc + j * d);
       }
     });
