@@ -30,7 +30,9 @@ DecodeOptions decode_options(bool skip_special_tokens) {
 }  // namespace
 
 TextStream::TextStream(const Tokenizer& tokenizer, const std::vector<std::string>& stop_strings, bool skip_special_tokens)
-    : detokenizer_(tokenizer, decode_options(skip_special_tokens)), stop_strings_(stop_strings) {}
+    : detokenizer_(tokenizer, decode_options(skip_special_tokens)),
+      text_vocab_(tokenizer.vocab_size()),
+      stop_strings_(stop_strings) {}
 
 bool TextStream::release(bool check_stops, bool final, std::string& out) {
   if (check_stops) {
@@ -50,6 +52,7 @@ bool TextStream::release(bool check_stops, bool final, std::string& out) {
 }
 
 Result<bool> TextStream::put(int32_t token, bool check_stops, std::string& out) {
+  if (!has_text(token)) return false;
   OG_ASSIGN_OR_RETURN(std::string piece, detokenizer_.put(token));
   held_ += piece;
   return release(check_stops, /*final=*/false, out);
@@ -65,6 +68,7 @@ Status TextStream::replay(std::span<const int32_t> tokens) {
   detokenizer_.reset();
   held_.clear();
   for (const int32_t token : tokens) {
+    if (!has_text(token)) continue;
     OG_ASSIGN_OR_RETURN(std::string ignored, detokenizer_.put(token));
   }
   return Status::ok();
