@@ -74,7 +74,8 @@ class ConstraintVocabulary {
 };
 
 // A constraint compiled against a vocabulary. Shared by every sequence using it, across
-// threads: the parser states and masks it learns are cached for all of them (under a mutex).
+// threads: the parser states and masks it learns are cached for all of them, and threads
+// computing masks of different states do not wait for one another.
 class CompiledConstraint {
  public:
   static Result<std::shared_ptr<CompiledConstraint>> compile(const ConstraintSpec& spec,
@@ -91,6 +92,24 @@ class CompiledConstraint {
   std::shared_ptr<const ConstraintVocabulary> vocabulary_;
   std::unique_ptr<constraints::CompiledState> state_;
   bool matches_nothing_ = false;
+};
+
+// The constraints compiled lately against one vocabulary, by spec (least recently used dropped
+// past `capacity`): requests repeating a schema, as a server's clients do, share one
+// CompiledConstraint and so the states and masks it learned. Thread-safe.
+class ConstraintCache {
+ public:
+  explicit ConstraintCache(std::shared_ptr<const ConstraintVocabulary> vocabulary, size_t capacity = 16);
+  ~ConstraintCache();
+  const std::shared_ptr<const ConstraintVocabulary>& vocabulary() const { return vocabulary_; }
+  // The cached constraint for `spec`, or a new one compiled (errors are not kept).
+  Result<std::shared_ptr<CompiledConstraint>> compile(const ConstraintSpec& spec);
+  size_t hits() const;
+
+ private:
+  struct Entries;
+  std::shared_ptr<const ConstraintVocabulary> vocabulary_;
+  std::unique_ptr<Entries> entries_;
 };
 
 // One sequence's position in the language.

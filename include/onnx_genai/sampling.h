@@ -154,6 +154,9 @@ class Candidates {
     }
     ids_.resize(kept);
   }
+  // Keeps the ids whose bit is set in `allowed` (bit t % 64 of word t / 64; ids past its
+  // words go): a token mask, applied a word at a time rather than an id at a time.
+  void keep_allowed(std::span<const uint64_t> allowed);
   // logit = f(logit) for every id in play (same sanitizing as set_logit).
   template <typename F>
   void transform(F&& f) {
@@ -172,6 +175,8 @@ class Candidates {
   bool in_range(int32_t token) const {
     return token >= 0 && static_cast<size_t>(token) < logits_.size();
   }
+  // ids_ = every token whose logit is not -inf, ascending.
+  void collect_ids();
   static float sanitize(float value) {
     if (value != value) return kOut;  // NaN
     return value > std::numeric_limits<float>::max() ? std::numeric_limits<float>::max() : value;

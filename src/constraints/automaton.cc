@@ -13,7 +13,8 @@ size_t Automaton::VectorHash::operator()(const std::vector<T>& v) const {
   return static_cast<size_t>(h ^ (h >> 29));
 }
 
-Automaton::Automaton(std::shared_ptr<const Grammar> grammar) : grammar_(std::move(grammar)) {}
+Automaton::Automaton(std::shared_ptr<const Grammar> grammar)
+    : grammar_(std::move(grammar)), row_chunks_(new std::atomic<Row*>[kMaxStates / kRowsPerChunk]()) {}
 Automaton::~Automaton() = default;
 
 Result<int32_t> Automaton::node(int32_t position, int32_t below) {
@@ -92,8 +93,15 @@ Result<int32_t> Automaton::intern(std::vector<uint64_t> configs, bool accepting)
   const auto id = static_cast<int32_t>(states_.size());
   ids.emplace(configs, id);
   states_.push_back(State{std::move(configs), accepting});
-  transitions_.push_back(std::make_unique<std::array<int32_t, 256>>());
-  transitions_.back()->fill(kUnknown);
+  if (static_cast<size_t>(id) % kRowsPerChunk == 0) {
+    auto chunk = std::make_unique<Row[]>(kRowsPerChunk);
+    for (size_t r = 0; r < kRowsPerChunk; ++r) {
+      for (std::atomic<int32_t>& entry : chunk[r]) entry.store(kUnknown, std::memory_order_relaxed);
+    }
+    // Released: a reader that finds the chunk finds its rows filled.
+    row_chunks_[static_cast<size_t>(id) / kRowsPerChunk].store(chunk.get(), std::memory_order_release);
+    owned_rows_.push_back(std::move(chunk));
+  }
   return id;
 }
 
@@ -290,8 +298,9 @@ Result<int32_t> Automaton::compute_next(int32_t state, uint8_t byte) {
     OG_RETURN_IF_ERROR(close(n.position + 1, n.below, guard, configs, accepting));
   }
   OG_ASSIGN_OR_RETURN(const int32_t next, intern(std::move(configs), accepting));
-  Row& row = *transitions_[static_cast<size_t>(state)];
-  for (const uint8_t same : grammar_->kind_bytes[grammar_->byte_kind[byte]]) row[same] = next;
+  // Released: a reader that sees `next` sees its row too.
+  Row& row = row_at(state);
+  for (const uint8_t same : grammar_->kind_bytes[grammar_->byte_kind[byte]]) row[same].store(next, std::memory_order_release);
   return next;
 }
 

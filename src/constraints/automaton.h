@@ -20,10 +20,15 @@
 // next_token() steps by one, kept in a map rather than in the byte rows, so grammars without
 // them pay nothing on the byte path.
 //
-// Not thread-safe: the owner (CompiledConstraint, include/onnx_genai/constraints.h) serializes access.
+// Every call but row() and known_next() must be serialized by the owner (CompiledState's
+// mutex): they compute and add states. Those two read the transition table, which any thread
+// may do meanwhile: rows never move once made (chunks of rows behind a fixed directory) and
+// their entries are atomic, a successor published only after its own row exists, so a mask
+// walk over known states takes no lock.
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string_view>
@@ -51,20 +56,23 @@ class Automaton {
   Result<int32_t> start() { return start_at(0); }
   // The state after `byte`, or kDead when no sentence continues that way.
   Result<int32_t> next(int32_t state, uint8_t byte) {
+    const int32_t known = known_next(state, byte);
+    return known != kUnknown ? known : compute_next(state, byte);
+  }
+  // The state after `byte` if computed already, else kUnknown; safe beside the other calls.
+  int32_t known_next(int32_t state, uint8_t byte) const {
     if (state == kDead) return kDead;  // the empty language starts dead
-    const int32_t cached = (*transitions_[static_cast<size_t>(state)])[byte];
-    if (cached != kUnknown) return cached;
-    return compute_next(state, byte);
+    return row(state)[byte].load(std::memory_order_acquire);
   }
   // The state after token `id` (a token the grammar names, bound), or kDead.
   Result<int32_t> next_token(int32_t state, int32_t id);
   // The ids of the grammar's tokens that may come next (repeats possible).
   std::vector<int32_t> tokens_at(int32_t state) const;
   const Grammar& grammar() const { return *grammar_; }
-  using Row = std::array<int32_t, 256>;
+  using Row = std::array<std::atomic<int32_t>, 256>;
   // A state's successors by byte, kUnknown where not computed yet (the mask walk reads these
-  // directly). Rows stay where they are while states are added.
-  const Row& row(int32_t state) const { return *transitions_[static_cast<size_t>(state)]; }
+  // directly, with acquire loads). Rows stay where they are while states are added.
+  const Row& row(int32_t state) const { return row_at(state); }
   static constexpr int32_t kUnknown = -2;
   // The inside of a string: from `state`, the ASCII bytes `stays` and (when `unicode`) every
   // UTF-8 character beyond ASCII lead one way, to a state that is again such a step (other
@@ -142,9 +150,16 @@ class Automaton {
   std::unordered_map<uint64_t, int32_t> node_ids_;
   std::vector<State> states_;
   std::unordered_map<std::vector<uint64_t>, int32_t, VectorHash> state_ids_[2];  // by accepting
-  // state -> byte -> state, kDead or kUnknown; a row per state, so that adding a state never
-  // copies the others (a mask computed while the table grows would stall on the copy).
-  std::vector<std::unique_ptr<std::array<int32_t, 256>>> transitions_;
+  // state -> byte -> state, kDead or kUnknown: rows in chunks (64 KiB each, every entry
+  // kUnknown until computed), found through a directory sized for kMaxStates, so that adding a
+  // state neither moves nor copies a row another thread may be reading.
+  static constexpr size_t kRowsPerChunk = 64;
+  std::unique_ptr<std::atomic<Row*>[]> row_chunks_;
+  Row& row_at(int32_t state) const {
+    const auto s = static_cast<size_t>(state);
+    return row_chunks_[s / kRowsPerChunk].load(std::memory_order_acquire)[s % kRowsPerChunk];
+  }
+  std::vector<std::unique_ptr<Row[]>> owned_rows_;
   // Scratch of close(), kept to save allocations: frames to expand, and those expanded (under
   // seen_guard_).
   std::vector<std::pair<int32_t, int32_t>> work_;

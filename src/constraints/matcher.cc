@@ -1,6 +1,7 @@
 // ConstraintVocabulary, CompiledConstraint and ConstraintMatcher (include/onnx_genai/constraints.h).
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "constraints/compiled_state.h"
 #include "constraints/json_schema.h"
@@ -28,8 +29,9 @@ std::bitset<128> ascii(const ByteSet& bytes) {
 
 // Adds to `mask` the tokens of `trie` whose bytes the automaton accepts from `state`, skipping
 // the subtrees `skip` marks (a bit per node; those tokens are decided already).
-Status walk(Automaton& automaton, const TokenTrie& trie, int32_t state, const std::vector<uint64_t>* skip,
+Status walk(CompiledState& shared, const TokenTrie& trie, int32_t state, const std::vector<uint64_t>* skip,
             std::vector<uint64_t>& mask) {
+  const Automaton& automaton = shared.automaton;
   const std::vector<TokenTrie::Node>& nodes = trie.nodes();
   const std::vector<int32_t>& tokens = trie.node_tokens();
   // states[d] is the state after the first d bytes of the current trie path, rows[d] its
@@ -44,9 +46,9 @@ Status walk(Automaton& automaton, const TokenTrie& trie, int32_t state, const st
       i = static_cast<size_t>(n.subtree_end);
       continue;
     }
-    int32_t next = (*rows[n.depth - 1u])[n.byte];
+    int32_t next = (*rows[n.depth - 1u])[n.byte].load(std::memory_order_acquire);
     if (next == Automaton::kUnknown) {
-      OG_ASSIGN_OR_RETURN(next, automaton.next(states[n.depth - 1u], n.byte));
+      OG_ASSIGN_OR_RETURN(next, shared.next(states[n.depth - 1u], n.byte));
     }
     if (next == Automaton::kDead) {
       i = static_cast<size_t>(n.subtree_end);
@@ -65,16 +67,23 @@ Status walk(Automaton& automaton, const TokenTrie& trie, int32_t state, const st
 
 }  // namespace
 
-Status walk_token_trie(Automaton& automaton, const TokenTrie& trie, int32_t state, std::vector<uint64_t>& mask) {
+Status walk_token_trie(CompiledState& shared, const TokenTrie& trie, int32_t state, std::vector<uint64_t>& mask) {
   mask.assign((static_cast<size_t>(trie.vocab_size()) + 63) / 64, 0);
   if (state == Automaton::kDead) return Status::ok();
   // Inside a string: the tokens that stay inside come from the vocabulary's table, and only
   // the subtrees holding others (a quote, an escape, a control byte, a character refused or
   // broken) are walked.
-  OG_ASSIGN_OR_RETURN(const Automaton::StringRun* run, automaton.string_run(state, static_cast<int32_t>(trie.max_depth())));
-  const TokenTrie::InsideView inside = run == nullptr ? TokenTrie::InsideView{} : trie.inside(ascii(run->stays), run->unicode, run->chars);
+  std::optional<Automaton::StringRun> run;
+  std::vector<int32_t> named_here;
+  {
+    std::lock_guard lock(shared.mutex);
+    OG_ASSIGN_OR_RETURN(const Automaton::StringRun* found, shared.automaton.string_run(state, static_cast<int32_t>(trie.max_depth())));
+    if (found != nullptr) run = *found;
+    named_here = shared.automaton.tokens_at(state);
+  }
+  const TokenTrie::InsideView inside = run ? trie.inside(ascii(run->stays), run->unicode, run->chars) : TokenTrie::InsideView{};
   if (inside.mask != nullptr) mask = *inside.mask;
-  OG_RETURN_IF_ERROR(walk(automaton, trie, state, inside.whole, mask));
+  OG_RETURN_IF_ERROR(walk(shared, trie, state, inside.whole, mask));
   // The tokens the grammar names are allowed by id where it takes them, never by their bytes (an
   // added token such as Qwen's <tool_call> has bytes).
   const auto set = [&](int32_t id, bool on) {
@@ -82,9 +91,25 @@ Status walk_token_trie(Automaton& automaton, const TokenTrie& trie, int32_t stat
     uint64_t& word = mask[static_cast<size_t>(id) >> 6];
     word = on ? word | bit : word & ~bit;
   };
-  for (const GrammarToken& t : automaton.grammar().tokens) set(t.id, false);
-  for (const int32_t id : automaton.tokens_at(state)) set(id, true);
+  for (const GrammarToken& t : shared.automaton.grammar().tokens) set(t.id, false);  // fixed at compile
+  for (const int32_t id : named_here) set(id, true);
   return Status::ok();
+}
+
+Result<std::shared_ptr<const CompiledState::Mask>> CompiledState::mask(int32_t state, const TokenTrie& trie) {
+  std::shared_ptr<Mask> entry;
+  {
+    std::lock_guard lock(masks_mutex);
+    auto it = masks.find(state);
+    if (it == masks.end()) {
+      if (masks.size() >= kMaxCachedMasks) masks.clear();  // entries in use live on with their holders
+      it = masks.emplace(state, std::make_shared<Mask>()).first;
+    }
+    entry = it->second;
+  }
+  std::call_once(entry->once, [&] { entry->status = walk_token_trie(*this, trie, state, entry->words); });
+  if (!entry->status.is_ok()) return entry->status;
+  return std::shared_ptr<const Mask>(std::move(entry));
 }
 
 }  // namespace constraints
@@ -189,16 +214,8 @@ Status ConstraintMatcher::compute_mask(std::span<uint64_t> mask) {
   const Step now = history_.back();
   std::fill(mask.begin(), mask.end(), 0);
   if (!now.terminated) {
-    CompiledState& shared = compiled_->state();
-    std::lock_guard lock(shared.mutex);
-    auto it = shared.masks.find(now.state);
-    if (it == shared.masks.end()) {
-      if (shared.masks.size() >= CompiledState::kMaxCachedMasks) shared.masks.clear();
-      std::vector<uint64_t> fresh;
-      OG_RETURN_IF_ERROR(constraints::walk_token_trie(shared.automaton, trie, now.state, fresh));
-      it = shared.masks.emplace(now.state, std::move(fresh)).first;
-    }
-    std::memcpy(mask.data(), it->second.data(), mask.size() * sizeof(uint64_t));
+    OG_ASSIGN_OR_RETURN(const std::shared_ptr<const CompiledState::Mask> cached, compiled_->state().mask(now.state, trie));
+    std::memcpy(mask.data(), cached->words.data(), mask.size() * sizeof(uint64_t));
   }
   if (now.terminated || is_complete()) {
     for (const int32_t id : trie.stop_ids()) mask[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
@@ -236,10 +253,9 @@ Status ConstraintMatcher::accept_bytes(std::string_view bytes) {
   const Step now = history_.back();
   if (now.terminated) return OG_ERROR("constraint: text after a stop token");
   CompiledState& shared = compiled_->state();
-  std::lock_guard lock(shared.mutex);
   int32_t state = now.state;
   for (size_t i = 0; i < bytes.size(); ++i) {
-    OG_ASSIGN_OR_RETURN(state, shared.automaton.next(state, static_cast<uint8_t>(bytes[i])));
+    OG_ASSIGN_OR_RETURN(state, shared.next(state, static_cast<uint8_t>(bytes[i])));
     if (state == Automaton::kDead) return OG_ERROR("byte ", i, " of ", bytes.size(), " leaves the language");
   }
   history_.push_back(Step{state, false});

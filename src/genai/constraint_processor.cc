@@ -24,11 +24,7 @@ class ConstraintProcessor final : public LogitProcessor, public TokenMasker {
 
   Status apply(const TokenHistory& history, Candidates& candidates) override {
     OG_RETURN_IF_ERROR(mask_for(history).status());
-    const size_t width = mask_.size() * 64;
-    candidates.keep_if([&](int32_t id, float) {
-      const auto t = static_cast<size_t>(id);
-      return t < width && ((mask_[t >> 6] >> (t & 63)) & 1);
-    });
+    candidates.keep_allowed(mask_);
     if (candidates.ids().empty()) return OG_ERROR("no token the constraint allows is left (every allowed token has logit -inf)");
     return Status::ok();
   }
@@ -44,14 +40,19 @@ Result<std::shared_ptr<CompiledConstraint>> compile_constraint(const ModelParts&
                                                                const std::optional<ConstraintSpec>& spec) {
   if (!spec) return std::shared_ptr<CompiledConstraint>();
   if (!model.tokenizer) return OG_ERROR("a constraint needs the model's tokenizer.json");
-  // The vocabulary's bytes (a trie of ~150k tokens) are prepared once per model.
-  std::call_once(model.constraint_vocabulary_once, [&] {
-    model.constraint_vocabulary = ConstraintVocabulary::create(
-        *model.tokenizer, static_cast<int32_t>(model.io.vocab_size), model.info.eos_token_ids);
+  // The vocabulary's bytes (a trie of ~150k tokens) are prepared once per model, and a spec
+  // compiled once while it is among the recent ones: requests with one schema share its masks.
+  std::call_once(model.constraints_once, [&] {
+    Result<std::shared_ptr<const ConstraintVocabulary>> vocabulary =
+        ConstraintVocabulary::create(*model.tokenizer, static_cast<int32_t>(model.io.vocab_size), model.info.eos_token_ids);
+    if (vocabulary) {
+      model.constraints = std::make_unique<ConstraintCache>(std::move(vocabulary).value());
+    } else {
+      model.constraints = vocabulary.status();
+    }
   });
-  if (!*model.constraint_vocabulary) return model.constraint_vocabulary->status();
-  OG_ASSIGN_OR_RETURN(std::shared_ptr<CompiledConstraint> compiled,
-                      CompiledConstraint::compile(*spec, model.constraint_vocabulary->value()));
+  if (!*model.constraints) return model.constraints->status();
+  OG_ASSIGN_OR_RETURN(std::shared_ptr<CompiledConstraint> compiled, model.constraints->value()->compile(*spec));
   if (compiled->matches_nothing()) return OG_ERROR("the constraint matches no text at all");
   return compiled;
 }

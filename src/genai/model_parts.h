@@ -39,9 +39,10 @@ struct ModelParts {
   // Loaded on first use: a package may have a template that only --chat needs.
   mutable std::once_flag chat_templates_once;
   mutable std::optional<Result<ChatTemplates>> chat_templates;
-  // Token bytes for constraints (genai/constraint_processor.h), prepared on first use.
-  mutable std::once_flag constraint_vocabulary_once;
-  mutable std::optional<Result<std::shared_ptr<const ConstraintVocabulary>>> constraint_vocabulary;
+  // Token bytes for constraints and the constraints compiled lately against them
+  // (genai/constraint_processor.h), prepared on first use.
+  mutable std::once_flag constraints_once;
+  mutable std::optional<Result<std::unique_ptr<ConstraintCache>>> constraints;
 };
 
 struct Model::Impl : ModelParts {};

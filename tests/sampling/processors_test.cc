@@ -223,6 +223,33 @@ TEST(Candidates, OutOfPlayIsFinal) {
   EXPECT_EQ(std::vector<int32_t>(candidates.ids().begin(), candidates.ids().end()), (std::vector<int32_t>{2}));
 }
 
+// A token mask keeps exactly the tokens keep_if would keep with the same bits, over vocabularies
+// that end mid-word and masks shorter than the vocabulary (ids past them go).
+TEST(Candidates, KeepAllowedIsKeepIfOnTheMasksBits) {
+  std::mt19937_64 rng(7);
+  for (const size_t vocab : {1, 63, 64, 65, 200, 1000}) {
+    for (int round = 0; round < 8; ++round) {
+      std::vector<float> row(vocab);
+      for (size_t t = 0; t < vocab; ++t) row[t] = rng() % 5 == 0 ? kNegInf : static_cast<float>(rng() % 100);
+      std::vector<uint64_t> mask((vocab + 63) / 64 - (round == 7 && vocab > 64 ? 1 : 0));
+      for (uint64_t& word : mask) word = round == 0 ? ~uint64_t{0} : round == 1 ? 0 : rng() & rng();
+      const auto allowed = [&](int32_t id) {
+        const auto t = static_cast<size_t>(id);
+        return t / 64 < mask.size() && ((mask[t / 64] >> (t % 64)) & 1);
+      };
+      Candidates masked, reference;
+      masked.assign(row);
+      reference.assign(row);
+      masked.keep_allowed(mask);
+      reference.keep_if([&](int32_t id, float) { return allowed(id); });
+      EXPECT_EQ(std::vector<int32_t>(masked.ids().begin(), masked.ids().end()),
+                std::vector<int32_t>(reference.ids().begin(), reference.ids().end()));
+      EXPECT_EQ(std::vector<float>(masked.logits().begin(), masked.logits().end()),
+                std::vector<float>(reference.logits().begin(), reference.logits().end()));
+    }
+  }
+}
+
 // Random rows against transformers' formulas: the library walks a partial selection in descending
 // order, the references sort everything and use transformers' ascending cumulative sums.
 class AgainstTransformers : public ::testing::Test {
