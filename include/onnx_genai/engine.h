@@ -103,6 +103,9 @@ struct EngineStats {
   int64_t running = 0, waiting = 0;
   bool paged = false;
   double model_seconds = 0, sampling_seconds = 0;
+  // Host time computing the token masks of constrained device draws; it runs while the device
+  // runs the step's forward pass, inside model_seconds.
+  double mask_seconds = 0;
 };
 
 class Engine {

@@ -7,6 +7,7 @@
 // kernel selection, static memory plan); later runs with the same shapes replay it.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -72,6 +73,18 @@ struct SessionStats {
   std::string last_graph_capture_failure;
 };
 
+// Inputs a run may be given before their bytes are ready (their shapes, as passed, choose the
+// plan as usual): `fill` is called once, just before the first step that reads any of `inputs`,
+// and writes what is not written yet. On a device the work queued before that step runs while
+// `fill` does, so the host computes something the graph needs late (structured output's token
+// masks) during the model's forward pass. Not called when no step reads them. A plan is
+// compiled per set of late inputs (their uploads wait at their readers instead of running
+// first). Inputs whose values decide shapes cannot come late.
+struct LateInputs {
+  std::vector<size_t> inputs;  // positions in Session::inputs()
+  std::function<Status()> fill;
+};
+
 class Session {
  public:
   static Result<std::unique_ptr<Session>> load(const std::string& path, const SessionOptions& options = {});
@@ -91,6 +104,7 @@ class Session {
   // (re)allocated). Repeating a run with the same shapes and outputs allocates nothing. An
   // output given on the session's device is written there; every other output is a CPU tensor.
   Status run_into(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs);
+  Status run_into(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs, const LateInputs& late);
 
   SessionStats stats() const;
   int num_threads() const;

@@ -182,6 +182,8 @@ Result<ServeResult> serve(genai::Engine& engine, const ServeBenchOptions& o, con
   r.stats.prefix_evictions -= before.prefix_evictions;
   r.stats.drafted_tokens -= before.drafted_tokens;
   r.stats.accepted_tokens -= before.accepted_tokens;
+  r.stats.model_seconds -= before.model_seconds;
+  r.stats.mask_seconds -= before.mask_seconds;
   return r;
 }
 
@@ -237,7 +239,10 @@ nlohmann::ordered_json summarize(const ServeBenchOptions& o, const ServeResult& 
           {"prefix_hit_rate", st.prefix_queries > 0 ? static_cast<double>(st.prefix_hits) / static_cast<double>(st.prefix_queries) : 0.0},
           {"drafted_tokens", st.drafted_tokens},
           {"accepted_tokens", st.accepted_tokens},
-          {"steps", st.steps}};
+          {"steps", st.steps},
+          // Per step: the decoder run (launch to tokens), and within it the host's token masks.
+          {"model_ms_per_step", st.steps > 0 ? st.model_seconds * 1e3 / static_cast<double>(st.steps) : 0.0},
+          {"mask_ms_per_step", st.steps > 0 ? st.mask_seconds * 1e3 / static_cast<double>(st.steps) : 0.0}};
 }
 
 void print_table(const nlohmann::ordered_json& j) {
@@ -274,7 +279,8 @@ int print_summary(const ServeBenchOptions& o, const ServeResult& result) {
   if (!o.url.empty()) {
     for (const char* engine_only : {"threads", "tensor_parallel", "device", "paged", "cached_prompt_tokens", "kv_blocks",
                                     "kv_waste", "preemptions",
-                                    "prefix_hit_rate", "drafted_tokens", "accepted_tokens", "steps"}) {
+                                    "prefix_hit_rate", "drafted_tokens", "accepted_tokens", "steps", "model_ms_per_step",
+                                    "mask_ms_per_step"}) {
       summary.erase(engine_only);
     }
     summary["url"] = o.url;

@@ -69,7 +69,8 @@ struct Engine::Impl {
   std::vector<std::vector<float>> logits;                 // per sampling run of the step
   std::vector<int32_t> device_tokens;                     // or its token picked on the device
   std::vector<DeviceDraw> draws;                          // how the device picks them
-  std::unique_ptr<ThreadPool> mask_pool;                   // computes the device draws' token masks
+  std::vector<std::pair<size_t, Request*>> masked_draws;  // the masked ones: draw index, request
+  std::unique_ptr<ThreadPool> mask_pool;                   // computes their token masks
   EngineStats stats;
 
   // Filled by other threads, drained by step().
@@ -83,7 +84,7 @@ struct Engine::Impl {
   void drain_inbox(std::vector<RequestOutput>& outputs);
   Status step_paged(std::vector<RequestOutput>& outputs);
   Result<bool> plan_device_draws(std::span<const ScheduledRun> runs);
-  Status compute_masks(std::span<const ScheduledRun> runs);
+  Status compute_masks();
   Status draft_for_running();
   Status keep_verified(Request& r, std::span<const std::vector<float>> logits, std::span<const int32_t> argmax);
   int64_t tokens_left(const Request& r) const;
@@ -368,6 +369,8 @@ Status Engine::Impl::keep_verified(Request& r, std::span<const std::vector<float
 // has one, without a draft to verify); if so fills `draws`, each sampled draw taking its request's
 // next uniform as its Sampler would (a greedy one takes none).
 Result<bool> Engine::Impl::plan_device_draws(std::span<const ScheduledRun> runs) {
+  draws.clear();
+  masked_draws.clear();
   bool sampled = false;
   for (const ScheduledRun& run : runs) {
     if (!run.samples()) continue;
@@ -377,8 +380,6 @@ Result<bool> Engine::Impl::plan_device_draws(std::span<const ScheduledRun> runs)
     sampled = true;
   }
   if (!(sampled ? runner->device_draws() : runner->device_argmax())) return false;
-  OG_RETURN_IF_ERROR(compute_masks(runs));
-  draws.clear();
   for (const ScheduledRun& run : runs) {
     auto& r = static_cast<Request&>(*run.request);
     for (int64_t k = 0; k < run.sampled_rows(); ++k) {
@@ -387,35 +388,34 @@ Result<bool> Engine::Impl::plan_device_draws(std::span<const ScheduledRun> runs)
         continue;
       }
       const bool greedy = r.params.sampling.is_greedy();
+      if (r.device_masked) masked_draws.emplace_back(draws.size(), &r);
       draws.push_back(DeviceDraw{device_sampling_params(r.params.sampling), greedy ? 0.0 : r.sampler->next_uniform(),
-                                 r.device_masked ? r.device_mask : std::span<const uint64_t>()});
+                                 r.device_masked, {}});
       stats.device_sampled_tokens += greedy ? 0 : 1;
     }
   }
   return true;
 }
 
-// The masks of the step's masked device draws, on host threads (one request's matcher each).
-Status Engine::Impl::compute_masks(std::span<const ScheduledRun> runs) {
-  std::vector<Request*> masked;
-  for (const ScheduledRun& run : runs) {
-    auto& r = static_cast<Request&>(*run.request);
-    if (run.samples() && r.device_masked) masked.push_back(&r);
-  }
-  if (masked.empty()) return Status::ok();
+// The masks of the step's masked device draws, on host threads (one request's matcher each),
+// while the device runs the step's forward pass (PagedRunner::run calls this).
+Status Engine::Impl::compute_masks() {
+  if (masked_draws.empty()) return Status::ok();
+  const Clock::time_point start = Clock::now();
   if (!mask_pool) mask_pool = std::make_unique<ThreadPool>(std::min(hardware_threads(), 8));
-  std::vector<Status> failed(masked.size(), Status::ok());
-  mask_pool->parallel_for(static_cast<int64_t>(masked.size()), 1, [&](int64_t begin, int64_t end) {
+  std::vector<Status> failed(masked_draws.size(), Status::ok());
+  mask_pool->parallel_for(static_cast<int64_t>(masked_draws.size()), 1, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
-      Request& r = *masked[static_cast<size_t>(i)];
-      Result<std::span<const uint64_t>> mask = r.masker->mask_for(r.history());
+      const auto [k, r] = masked_draws[static_cast<size_t>(i)];
+      Result<std::span<const uint64_t>> mask = r->masker->mask_for(r->history());
       if (mask.is_ok()) {
-        r.device_mask = *mask;
+        draws[k].mask = *mask;
       } else {
-        failed[static_cast<size_t>(i)] = mask.status().with_context("request " + std::to_string(r.id));
+        failed[static_cast<size_t>(i)] = mask.status().with_context("request " + std::to_string(r->id));
       }
     }
   });
+  stats.mask_seconds += seconds_since(start);
   for (const Status& s : failed) OG_RETURN_IF_ERROR(s);
   return Status::ok();
 }
@@ -427,7 +427,8 @@ Status Engine::Impl::step_paged(std::vector<RequestOutput>& outputs) {
   OG_ASSIGN_OR_RETURN(const bool on_device, plan_device_draws(runs));
   const Clock::time_point start = Clock::now();
   for (const ScheduledRun& run : runs) note_scheduled(static_cast<Request&>(*run.request), start);
-  OG_ASSIGN_OR_RETURN(const bool took_tokens, runner->run(runs, on_device ? &draws : nullptr, logits, device_tokens));
+  OG_ASSIGN_OR_RETURN(const bool took_tokens,
+                      runner->run(runs, on_device ? &draws : nullptr, [this] { return compute_masks(); }, logits, device_tokens));
   stats.model_seconds += seconds_since(start);
   scheduler->complete(runs);
   const Clock::time_point sampling = Clock::now();

@@ -143,18 +143,19 @@ Status PagedRunner::fill_inputs(const Rank& rank, const Feed& feed, std::vector<
   return Status::ok();
 }
 
-Status PagedRunner::fill_masks(const Feed& feed, int64_t masked, Tensor& storage, Tensor& input) const {
-  const int64_t words = genai::mask_words(model_.io.vocab_size);
-  if (!storage.defined() || storage.shape()[0] < feed.rows) {
-    OG_ASSIGN_OR_RETURN(storage, Tensor::allocate(DType::kI64, Shape{feed.rows, words}));
-  }
-  int64_t fed = 0;  // M
-  if (masked > 0) fed = std::min(feed.rows, int64_t{1} << std::bit_width(static_cast<uint64_t>(masked - 1)));
-  input = Tensor::view(DType::kI64, Shape{fed, words}, storage.raw());
+Status PagedRunner::LateMasks::ready() {
+  std::call_once(once, [&] {
+    if (compute != nullptr && *compute) status = (*compute)();
+  });
+  return status;
+}
+
+Status PagedRunner::fill_masks(const Feed& feed, Tensor& storage) const {
   auto* out = reinterpret_cast<uint64_t*>(storage.data<int64_t>());
-  for (size_t k = 0; masked > 0 && k < feed.draws->size(); ++k) {
-    const DeviceDraw& draw = (*feed.draws)[k];
-    if (!draw.mask.empty()) OG_RETURN_IF_ERROR(genai::append_mask(draw.mask, model_.io.vocab_size, out));
+  for (const DeviceDraw& draw : *feed.draws) {
+    if (!draw.masked) continue;
+    if (draw.mask.empty()) return OG_ERROR("internal error: a masked draw's mask was not computed");
+    OG_RETURN_IF_ERROR(genai::append_mask(draw.mask, model_.io.vocab_size, out));
   }
   return Status::ok();
 }
@@ -165,8 +166,6 @@ Status PagedRunner::fill_draws(const Rank& rank, const Feed& feed, BucketIo& buc
   const std::span<const int64_t> rows_at = feed.rows_at;
   const std::vector<DeviceDraw>* draws = feed.draws;
   const DeviceDraw none;
-  int64_t masked = 0;
-  for (size_t k = 0; draws != nullptr && k < rows_at.size(); ++k) masked += (*draws)[k].mask.empty() ? 0 : 1;
   for (size_t i = 0; i < io.roles.size(); ++i) {
     Tensor& t = bucket.inputs[i];
     if (io.roles[i] == InputRole::kSamplingParams) {
@@ -176,10 +175,16 @@ Status PagedRunner::fill_draws(const Rank& rank, const Feed& feed, BucketIo& buc
       for (size_t k = 0; draws != nullptr && k < rows_at.size(); ++k) {
         float* row = t.data<float>() + rows_at[k] * kSampleParamCount;
         std::copy((*draws)[k].params.begin(), (*draws)[k].params.end(), row);
-        if (!(*draws)[k].mask.empty()) row[kSampleMaskSlot] = static_cast<float>(++slot);
+        if ((*draws)[k].masked) row[kSampleMaskSlot] = static_cast<float>(++slot);
       }
     } else if (io.roles[i] == InputRole::kSamplingMask) {
-      OG_RETURN_IF_ERROR(fill_masks(feed, masked, bucket.masks, t));
+      // M rows, the power of two from the masked draws' count (at most the rows).
+      const int64_t words = genai::mask_words(model_.io.vocab_size);
+      if (!bucket.masks.defined() || bucket.masks.shape()[0] < rows) {
+        OG_ASSIGN_OR_RETURN(bucket.masks, Tensor::allocate(DType::kI64, Shape{rows, words}));
+      }
+      const int64_t fed = feed.masked == 0 ? 0 : std::min(rows, int64_t{1} << std::bit_width(static_cast<uint64_t>(feed.masked - 1)));
+      t = Tensor::view(DType::kI64, Shape{fed, words}, bucket.masks.raw());
     } else if (io.roles[i] == InputRole::kSamplingUniforms) {
       OG_RETURN_IF_ERROR(genai::reuse_tensor(t, DType::kF64, Shape{rows}));
       std::fill_n(t.data<double>(), rows, genai::kNoDraw);
@@ -211,7 +216,8 @@ Status PagedRunner::bind_logits(const Rank& rank, BucketIo& io, int64_t rows, bo
 }
 
 Result<bool> PagedRunner::run(std::span<const ScheduledRun> runs, const std::vector<DeviceDraw>* draws,
-                              std::vector<std::vector<float>>& logits, std::vector<int32_t>& tokens) {
+                              const std::function<Status()>& masks_ready, std::vector<std::vector<float>>& logits,
+                              std::vector<int32_t>& tokens) {
   if (static_cast<int64_t>(runs.size()) > limits_.max_num_seqs) {
     return OG_ERROR("internal error: ", runs.size(), " sequences scheduled, more than max_num_seqs ", limits_.max_num_seqs);
   }
@@ -239,7 +245,11 @@ Result<bool> PagedRunner::run(std::span<const ScheduledRun> runs, const std::vec
                       " sampling positions, or a decoder without the outputs to take them");
     }
   }
-  OG_RETURN_IF_ERROR(run_ranks(Feed{runs, padded, rows, rows_selected ? rows : padded, rows_at, draws}));
+  LateMasks masks;
+  masks.compute = &masks_ready;
+  const int64_t masked =
+      draws == nullptr ? 0 : std::count_if(draws->begin(), draws->end(), [](const DeviceDraw& w) { return w.masked; });
+  OG_RETURN_IF_ERROR(run_ranks(Feed{runs, padded, rows, rows_selected ? rows : padded, rows_at, draws, &masks, masked}));
   const BucketIo& io = ranks_[0].buckets.at(padded);  // rank 0's logits: all-gathered, the whole vocabulary
   if (!device_tokens) {
     logits.resize(rows_at.size());
@@ -294,7 +304,20 @@ Status PagedRunner::run_rank(size_t r, const Feed& feed) {
   OG_RETURN_IF_ERROR(fill_inputs(rank, feed, io.inputs));
   OG_RETURN_IF_ERROR(fill_draws(rank, feed, io));
   OG_RETURN_IF_ERROR(bind_logits(rank, io, feed.rows, feed.draws != nullptr));
-  OG_RETURN_IF_ERROR(rank.session->run_into(io.inputs, io.outputs).with_context("running the paged decoder"));
+  // The masks come while the forward pass runs. SampleTokens' other host inputs are named too:
+  // the fill must come before their copies to the device, each of which waits for the device.
+  LateInputs late;
+  if (feed.masked > 0) {
+    for (size_t i = 0; i < d.roles.size(); ++i) {
+      const InputRole role = d.roles[i];
+      if (role == InputRole::kSamplingMask || role == InputRole::kSamplingParams || role == InputRole::kSamplingUniforms) late.inputs.push_back(i);
+    }
+    late.fill = [&] {
+      OG_RETURN_IF_ERROR(feed.masks->ready());
+      return fill_masks(feed, io.masks);
+    };
+  }
+  OG_RETURN_IF_ERROR(rank.session->run_into(io.inputs, io.outputs, late).with_context("running the paged decoder"));
   for (size_t k = 0; k < d.kv.size(); ++k) {
     if (io.outputs[d.kv[k].present_output].raw() != rank.pools[k].raw()) {
       return OG_ERROR("internal error: the paged decoder's cache output '",

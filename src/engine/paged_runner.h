@@ -22,7 +22,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <mutex>
 #include <span>
 #include <vector>
 
@@ -43,7 +45,9 @@ struct PagedRunnerLimits {
 struct DeviceDraw {
   genai::DeviceSamplingParams params = genai::device_sampling_params(SamplingParams{});
   double uniform = genai::kNoDraw;
-  std::span<const uint64_t> mask;  // genai::mask_words(vocab) words, or empty: every token
+  bool masked = false;
+  // genai::mask_words(vocab) words when masked, set by the time run()'s masks_ready returns.
+  std::span<const uint64_t> mask;
 };
 
 class PagedRunner {
@@ -58,8 +62,12 @@ class PagedRunner {
   // position, after its drafted ones with a speculative draft), logits[i] receives its vocab
   // floats, or, given `draws` (one per such position), tokens[i] the token picked on the device:
   // the logits stay there and only the ids cross. Returns whether it gave tokens.
+  // With masked draws, `masks_ready` is called once, after the step's forward pass is queued
+  // on the device and before its sampling, to set their masks: computed on the host while the
+  // device runs.
   Result<bool> run(std::span<const ScheduledRun> runs, const std::vector<DeviceDraw>* draws,
-                   std::vector<std::vector<float>>& logits, std::vector<int32_t>& tokens);
+                   const std::function<Status()>& masks_ready, std::vector<std::vector<float>>& logits,
+                   std::vector<int32_t>& tokens);
   // Runs each bucket of packed tokens once with no sequence in it (padding only: nothing reaches
   // the pools), with the logits left on the host and, where the device picks tokens, on the
   // device: the plans of every step shape compile and their CUDA graphs are recorded now.
@@ -85,22 +93,31 @@ class PagedRunner {
     std::vector<Tensor> pools;  // per io->kv binding, kv_heads / N heads each
     std::map<int64_t, BucketIo> buckets;
   };
+  // The masks of a step's draws, made ready once however many ranks ask.
+  struct LateMasks {
+    const std::function<Status()>* compute = nullptr;
+    std::once_flag once;
+    Status status = Status::ok();
+    Status ready();
+  };
   // What every rank feeds in one run.
   struct Feed {
     std::span<const ScheduledRun> runs;
     int64_t tokens = 0, logit_rows = 0, rows = 0;  // padded T, the logit_rows input's rows, logits rows
     std::span<const int64_t> rows_at;
     const std::vector<DeviceDraw>* draws = nullptr;
+    LateMasks* masks = nullptr;
+    int64_t masked = 0;  // draws with a mask
   };
   static BucketIo& bucket_io(Rank& rank, int64_t tokens);
   int64_t sequence_slots(int64_t tokens) const { return std::min(tokens, limits_.max_num_seqs); }
   Status fill_inputs(const Rank& rank, const Feed& feed, std::vector<Tensor>& inputs) const;
-  // SampleTokens' params, uniforms and masks for `rows` logit rows: draws[k] at row rows_at[k],
-  // the others (and all without draws) asking for no token.
+  // SampleTokens' params and uniforms for `rows` logit rows: draws[k] at row rows_at[k], the
+  // others (and all without draws) asking for no token; the masks input bound to its rows of
+  // io.masks, filled later (fill_masks).
   Status fill_draws(const Rank& rank, const Feed& feed, BucketIo& io) const;
-  // The masks of feed.draws' masked rows (`masked` of them), in slot order, into `storage`, and
-  // `input` as its first M rows.
-  Status fill_masks(const Feed& feed, int64_t masked, Tensor& storage, Tensor& input) const;
+  // The masks of feed.draws' masked rows, in slot order, into `storage`.
+  Status fill_masks(const Feed& feed, Tensor& storage) const;
   static Status bind_logits(const Rank& rank, BucketIo& io, int64_t rows, bool on_device);
   // Fills rank `r`'s inputs and runs its session.
   Status run_rank(size_t r, const Feed& feed);

@@ -26,7 +26,6 @@ struct Request : ScheduledState {
   // Structured output: the constraint's mask, and whether SampleTokens given it picks the token.
   genai::TokenMasker* masker = nullptr;  // owned by the sampler's chain
   bool device_masked = false;
-  std::span<const uint64_t> device_mask;  // the masker's, computed for this step's device draw
   std::optional<genai::TextStream> text;  // reads params.stop_strings: the request stays put in memory
   // Speculative decoding and fast-forward (params.speculative): who drafts, and how many tokens.
   std::unique_ptr<genai::Drafter> drafter;

@@ -385,13 +385,15 @@ class ExecutionPlan::Builder {
 
   // Moves the steps that need only the caller's host inputs and constants (CPU steps on them, and
   // their uploads) ahead of all others: otherwise each upload sits where its value is first read,
-  // cutting the device work into several segments (plan.h) where one would do.
+  // cutting the device work into several segments (plan.h) where one would do. Late inputs
+  // (LateInputs) stay where they are read: their bytes come once the work before is queued.
   void hoist_host_prologue() {
     const size_t n = plan_.steps_.size();
     std::vector<bool> known(plan_.slots_.size());  // bytes that exist before any device step runs
     for (size_t s = 0; s < known.size(); ++s) {
-      const PlanSlot::Kind kind = plan_.slots_[static_cast<size_t>(root(static_cast<int>(s)))].kind;
-      known[s] = kind == PlanSlot::Kind::kInput || kind == PlanSlot::Kind::kConstant;
+      const PlanSlot& slot = plan_.slots_[static_cast<size_t>(root(static_cast<int>(s)))];
+      const bool late = slot.kind == PlanSlot::Kind::kInput && plan_.late_inputs_[static_cast<size_t>(slot.index)];
+      known[s] = (slot.kind == PlanSlot::Kind::kInput && !late) || slot.kind == PlanSlot::Kind::kConstant;
     }
     const auto all_known = [&](const std::vector<int>& slots) {
       return std::all_of(slots.begin(), slots.end(), [&](int s) { return s < 0 || known[static_cast<size_t>(root(s))]; });
@@ -483,9 +485,11 @@ class ExecutionPlan::Builder {
 
 Result<std::unique_ptr<ExecutionPlan>> ExecutionPlan::compile(const PlannerGraph& pg, const std::vector<Tensor>& inputs,
                                                               const std::vector<DeviceType>& output_devices,
-                                                              ThreadPool* pool) {
+                                                              ThreadPool* pool, std::vector<bool> late_inputs) {
   auto plan = std::unique_ptr<ExecutionPlan>(new ExecutionPlan());
   plan->device_ = pg.device;
+  late_inputs.resize(pg.graph->inputs.size());
+  plan->late_inputs_ = std::move(late_inputs);
   Builder builder(*plan, pg, pool);
   OG_RETURN_IF_ERROR(builder.build(inputs, output_devices));
   const auto view_of = [&](int s) {
@@ -493,9 +497,18 @@ Result<std::unique_ptr<ExecutionPlan>> ExecutionPlan::compile(const PlannerGraph
                                  &plan->slots_[static_cast<size_t>(s)].info.shape, nullptr}
                   : KernelTensor{};
   };
-  for (PlanStep& step : plan->steps_) {
+  plan->first_reader_.assign(pg.graph->inputs.size(), plan->steps_.size());
+  for (size_t i = 0; i < plan->steps_.size(); ++i) {
+    PlanStep& step = plan->steps_[i];
     for (int s : step.inputs) step.input_views.push_back(view_of(s));
     for (int s : step.outputs) step.output_views.push_back(view_of(s));
+    for (int s : step.inputs) {
+      if (s < 0) continue;
+      const PlanSlot& read = plan->slots_[static_cast<size_t>(plan->root_slot(s))];
+      if (read.kind != PlanSlot::Kind::kInput) continue;
+      size_t& first = plan->first_reader_[static_cast<size_t>(read.index)];
+      first = std::min(first, i);
+    }
   }
   if (pg.device != nullptr && pg.device->can_record()) plan->find_device_segments();
   return plan;
@@ -613,11 +626,24 @@ Status ExecutionPlan::run_segment(DeviceSegment& segment, const PlanArenas& aren
 }
 
 Status ExecutionPlan::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs, const PlanArenas& arenas,
-                          ThreadPool* pool, CaptureCounters* captures) {
+                          ThreadPool* pool, CaptureCounters* captures, const LateInputs* late) {
   if (device_ != nullptr) OG_RETURN_IF_ERROR(device_->activate());
+  size_t fill_at = steps_.size();
+  for (size_t i = 0; late != nullptr && i < late->inputs.size(); ++i) {
+    const size_t input = late->inputs[i];
+    if (input >= late_inputs_.size() || !late_inputs_[input]) {
+      return OG_ERROR("internal error: input ", input, " comes late, but the plan was compiled for its bytes up front");
+    }
+    fill_at = std::min(fill_at, first_reader_[input]);
+  }
   bind_slots(inputs, outputs, arenas);
   for (size_t i = 0; i < steps_.size();) {
     const int segment = captures != nullptr && !segment_at_.empty() ? segment_at_[i] : -1;
+    const size_t end = segment < 0 ? i + 1 : segments_[static_cast<size_t>(segment)].end;
+    if (fill_at < end) {
+      OG_RETURN_IF_ERROR(late->fill().with_context("filling the run's late inputs"));
+      fill_at = steps_.size();
+    }
     if (segment < 0) {
       OG_RETURN_IF_ERROR(run_steps(i, i + 1, arenas, pool));
       ++i;

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "onnx_genai/session.h"
 #include "ops/op.h"
 #include "runtime/execution_device.h"
 #include "runtime/memory_planner.h"
@@ -101,16 +102,19 @@ class ExecutionPlan {
   // `inputs[i]` is graph input i as bound for this run (shapes/dtypes, device and, for value-keyed
   // inputs, the values that are baked into the plan); output i is written on `output_devices[i]`
   // (all on the CPU when empty).
+  // `late_inputs` (per graph input, missing ones false) marks those whose bytes a run's
+  // LateInputs fill: their uploads stay at their first reader instead of running first.
   static Result<std::unique_ptr<ExecutionPlan>> compile(const PlannerGraph& pg, const std::vector<Tensor>& inputs,
                                                         const std::vector<DeviceType>& output_devices,
-                                                        ThreadPool* pool);
+                                                        ThreadPool* pool, std::vector<bool> late_inputs = {});
 
   // Runs with the arenas (at least arena_bytes() and device_arena_bytes(), aligned). `outputs`
   // must already be allocated with output_infos() shapes on the compiled output devices. With
   // `captures`, device segments are recorded and replayed (and counted there); without, every
-  // step is launched on its own.
+  // step is launched on its own. With `late` (inputs compiled as late only), its fill runs before
+  // the first step (or segment holding the first step) that reads one of its inputs.
   Status run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs, const PlanArenas& arenas,
-             ThreadPool* pool, CaptureCounters* captures = nullptr);
+             ThreadPool* pool, CaptureCounters* captures = nullptr, const LateInputs* late = nullptr);
 
   int64_t arena_bytes() const { return memory_.arena_bytes; }
   int64_t device_arena_bytes() const { return device_memory_.arena_bytes; }
@@ -150,6 +154,8 @@ class ExecutionPlan {
   std::vector<void*> slot_data_;                      // scratch, sized once
   std::vector<DeviceSegment> segments_;
   std::vector<int> segment_at_;  // per step: the segment it begins, or -1
+  std::vector<size_t> first_reader_;  // per graph input: the first step reading it, or steps_.size()
+  std::vector<bool> late_inputs_;     // per graph input: compiled to come late
   std::vector<const void*> bound_;  // scratch for a segment's pointers
   ExecutionDevice* device_ = nullptr;
   MemoryPlan memory_, device_memory_;

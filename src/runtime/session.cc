@@ -82,11 +82,12 @@ struct Session::Impl {
   Arena arena, device_arena;
   std::vector<DeviceType> output_devices;  // reused: where this run's outputs go
   std::string key;  // reused buffer for the plan key
+  std::vector<bool> late_inputs;  // reused: the run's late inputs by position
   std::vector<std::pair<std::string_view, int64_t>> symbol_values;  // reused while binding
 
   Status validate_inputs(const std::vector<Tensor>& given);
-  void build_key(const std::vector<Tensor>& given);
-  Result<ExecutionPlan*> plan_for(const std::vector<Tensor>& given);
+  void build_key(const std::vector<Tensor>& given, const std::vector<bool>& late);
+  Result<ExecutionPlan*> plan_for(const std::vector<Tensor>& given, const std::vector<bool>& late);
   Status ensure_arenas(const ExecutionPlan& plan);
   Allocator& allocator_for(DeviceType device) const {
     return device == DeviceType::kCpu || !this->device ? cpu_allocator() : this->device->allocator();
@@ -134,7 +135,7 @@ Status Session::Impl::validate_inputs(const std::vector<Tensor>& given) {
   return Status::ok();
 }
 
-void Session::Impl::build_key(const std::vector<Tensor>& given) {
+void Session::Impl::build_key(const std::vector<Tensor>& given, const std::vector<bool>& late) {
   key.clear();
   auto put = [&](int64_t v) { key.append(reinterpret_cast<const char*>(&v), sizeof v); };
   for (size_t i = 0; i < given.size(); ++i) {
@@ -145,6 +146,7 @@ void Session::Impl::build_key(const std::vector<Tensor>& given) {
     if (planner_graph.value_keyed_inputs[i]) {
       key.append(static_cast<const char*>(given[i].raw()), static_cast<size_t>(given[i].nbytes()));
     }
+    put(late[i] ? 1 : 0);  // a late input's upload sits elsewhere in the plan
   }
   for (DeviceType d : output_devices) put(static_cast<int64_t>(d));
 }
@@ -173,14 +175,14 @@ Status Session::Impl::ensure_arenas(const ExecutionPlan& plan) {
   return Status::ok();
 }
 
-Result<ExecutionPlan*> Session::Impl::plan_for(const std::vector<Tensor>& given) {
+Result<ExecutionPlan*> Session::Impl::plan_for(const std::vector<Tensor>& given, const std::vector<bool>& late) {
   for (size_t i = 0; i < given.size(); ++i) {
     if (planner_graph.value_keyed_inputs[i] && given[i].numel() > kMaxValueKeyedElements) {
       return OG_ERROR("input '", inputs[i].name, "' decides output shapes by its values and is too large (",
                       given[i].numel(), " elements) to plan for");
     }
   }
-  build_key(given);
+  build_key(given, late);
   auto it = plans.find(key);
   if (it != plans.end()) {
     lru.splice(lru.begin(), lru, it->second.lru);
@@ -188,7 +190,7 @@ Result<ExecutionPlan*> Session::Impl::plan_for(const std::vector<Tensor>& given)
     return it->second.plan.get();
   }
   OG_ASSIGN_OR_RETURN(std::unique_ptr<ExecutionPlan> plan,
-                      ExecutionPlan::compile(planner_graph, given, output_devices, pool.get()));
+                      ExecutionPlan::compile(planner_graph, given, output_devices, pool.get(), late));
   OG_RETURN_IF_ERROR(ensure_arenas(*plan));
   ++stats.plans_compiled;
   if (plans.size() >= std::max<size_t>(1, options.max_cached_plans)) {
@@ -258,16 +260,29 @@ Device Session::device() const { return impl_->device ? impl_->device->device() 
 Allocator& Session::allocator() const { return impl_->allocator_for(device().type); }
 
 Status Session::run_into(const std::vector<Tensor>& given, std::vector<Tensor>& outputs) {
+  return run_into(given, outputs, LateInputs{});
+}
+
+Status Session::run_into(const std::vector<Tensor>& given, std::vector<Tensor>& outputs, const LateInputs& late) {
   Impl& s = *impl_;
   std::lock_guard lock(s.mutex);
   OG_RETURN_IF_ERROR(s.validate_inputs(given));
+  std::vector<bool>& late_inputs = s.late_inputs;
+  late_inputs.assign(s.inputs.size(), false);  // kept: a replayed run allocates nothing
+  for (const size_t i : late.inputs) {
+    if (i >= s.inputs.size()) return OG_ERROR("late input ", i, " of ", s.inputs.size(), " inputs");
+    if (s.planner_graph.value_keyed_inputs[i]) {
+      return OG_ERROR("input '", s.inputs[i].name, "' decides shapes, so its bytes cannot come late");
+    }
+    late_inputs[i] = true;
+  }
   s.output_devices.assign(s.outputs.size(), DeviceType::kCpu);
   for (size_t i = 0; i < std::min(outputs.size(), s.outputs.size()); ++i) {
     if (outputs[i].defined() && s.device && outputs[i].device() == s.device->device()) {
       s.output_devices[i] = outputs[i].device().type;
     }
   }
-  OG_ASSIGN_OR_RETURN(ExecutionPlan* plan, s.plan_for(given));
+  OG_ASSIGN_OR_RETURN(ExecutionPlan* plan, s.plan_for(given, late_inputs));
   const std::vector<TensorInfo>& infos = plan->output_infos();
   outputs.resize(infos.size());
   for (size_t i = 0; i < infos.size(); ++i) {
@@ -279,7 +294,8 @@ Status Session::run_into(const std::vector<Tensor>& given, std::vector<Tensor>& 
     OG_ASSIGN_OR_RETURN(out, Tensor::allocate(infos[i].dtype, infos[i].shape, s.allocator_for(s.output_devices[i])));
   }
   CaptureCounters* captures = s.options.capture_device_graphs ? &s.captures : nullptr;
-  OG_RETURN_IF_ERROR(plan->run(given, outputs, {s.arena.data(), s.device_arena.data()}, s.pool.get(), captures));
+  OG_RETURN_IF_ERROR(
+      plan->run(given, outputs, {s.arena.data(), s.device_arena.data()}, s.pool.get(), captures, late.inputs.empty() ? nullptr : &late));
   ++s.stats.runs;
   s.stats.last_plan_arena_bytes = plan->memory().arena_bytes;
   s.stats.last_plan_requested_bytes = plan->memory().requested_bytes;

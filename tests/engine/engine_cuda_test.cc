@@ -4,9 +4,11 @@
 // without a usable GPU (CI); scripts/gpu-check runs it on the GPU machine.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <regex>
 
 #include "gpu_skip.h"
 #include "onnx_genai/engine.h"
@@ -119,6 +121,50 @@ TEST(EngineCuda, SampledTokensDrawnOnTheDeviceEqualTheHostSamplers) {
     differing += batched[i] != host[i];
   }
   std::printf("[ engine ] %zu sampled requests: %d differ device vs host draws\n", prompts.size(), differing);
+  EXPECT_EQ((*engine)->stats().kv_blocks_used, 0);
+}
+
+// Constrained requests draw on the device too: their masks are computed on host threads while
+// the step's forward pass runs (LateInputs) and applied by SampleTokens. Greedy and seeded, batched,
+// each gets the tokens the host Sampler picks from the same logits under the same constraint
+// (logprobs keep a request on the host path), and the text matches the regex.
+TEST(EngineCuda, ConstrainedDrawsOnTheDeviceEqualTheHostSamplers) {
+  OG_SKIP_WITHOUT_GPU();
+  auto engine = load_default_model();
+  ASSERT_TRUE(engine.is_ok()) << engine.status().message();
+  const auto prompts = encode_all(**engine, {"And God said", "In the beginning", "Hear, O Israel", "A soft answer",
+                                             "Vanity of vanities", "The LORD is my shepherd"});
+  const std::string pattern = "[A-Z][a-z]+( [a-z]+){2,5}[.;]";
+  const std::vector<int32_t>& eos = (*engine)->model().info().eos_token_ids;
+  int complete = 0;
+  for (const bool sampled : {false, true}) {
+    RequestParams p;
+    p.sampling.greedy = !sampled;
+    if (sampled) {
+      p.sampling.temperature = 0.8f;
+      p.sampling.top_k = 30;
+      p.sampling.seed = 99;
+    }
+    p.max_new_tokens = 64;
+    p.constraint = ConstraintSpec{ConstraintKind::kRegex, pattern};
+    const int64_t drawn_before = (*engine)->stats().device_sampled_tokens;
+    const auto device = engine_tokens(**engine, prompts, p, 2);
+    if (sampled) {
+      EXPECT_GT((*engine)->stats().device_sampled_tokens, drawn_before) << "no constrained token was drawn on the device";
+    }
+    RequestParams on_host = p;
+    on_host.sampling.logprobs = true;
+    const auto host = engine_tokens(**engine, prompts, on_host, 1);
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      EXPECT_EQ(device[i], host[i]) << (sampled ? "sampled" : "greedy") << " prompt " << i;
+      if (device[i].empty() || std::find(eos.begin(), eos.end(), device[i].back()) == eos.end()) continue;  // cut by length
+      const std::vector<int32_t> text_tokens(device[i].begin(), device[i].end() - 1);
+      const std::string text = (*engine)->model().tokenizer()->decode(text_tokens, {}).value();
+      EXPECT_TRUE(std::regex_match(text, std::regex(pattern))) << text;
+      ++complete;
+    }
+  }
+  EXPECT_GT(complete, 0) << "no request finished its sentence: the regex went unchecked";
   EXPECT_EQ((*engine)->stats().kv_blocks_used, 0);
 }
 

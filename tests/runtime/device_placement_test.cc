@@ -299,5 +299,74 @@ TEST_F(RecordedSegments, WithoutCountersEveryStepLaunches) {
   EXPECT_EQ(device_.recordings, 0);
 }
 
+// d = ((x * w) + w) * w on the device (one recorded segment), e = d + y with y compiled as a
+// late input: its upload is not hoisted to the front with x's, and its fill runs once per run,
+// after x's upload and the device work before y's first reader (replayed, once recorded), and
+// before y's own upload; e has the values the fill wrote.
+TEST(LateInputs, FillRunsAfterTheWorkBeforeTheFirstReaderAndBeforeIt) {
+  ModelBuilder b;
+  b.input("x", kF32, {2, 3});
+  b.input("y", kF32, {2, 3});
+  b.initializer_f32("w", {3}, {0.5f, -1.0f, 2.0f});
+  b.node("Mul", {"x", "w"}, {"a"});
+  b.node("Add", {"a", "w"}, {"c"});
+  b.node("Mul", {"c", "w"}, {"d"});
+  b.node("Add", {"d", "y"}, {"e"});
+  b.output("e", kF32);
+  std::shared_ptr<Model> model = load(b);
+  ASSERT_NE(model, nullptr);
+  ASSERT_TRUE(infer_types_and_check_support(*model->graph).is_ok());
+  StandInMemory memory;
+  StandInDevice device(memory);
+  const OpRegistry registry = registry_for(device, {"Mul", "Add"}, {"Mul", "Add"}, {});
+  PreparedConstants constants;
+  PlannerGraph pg = planner_graph(*model->graph, constants, device, registry);
+  pg.value_keyed_inputs = {false, false};
+  const std::vector<float> x = {1, 2, 3, -4, 5, -6};
+  std::vector<Tensor> inputs = {Tensor::from_vector<float>(Shape{2, 3}, x), Tensor::allocate(DType::kF32, Shape{2, 3}).value()};
+  auto plan = ExecutionPlan::compile(pg, inputs, {DeviceType::kCpu}, nullptr, {false, true});
+  ASSERT_TRUE(plan.is_ok()) << plan.status().message();
+  ASSERT_EQ((*plan)->num_device_segments(), 1u);
+  Arenas arenas(**plan, device);
+  LateInputs undeclared;
+  undeclared.inputs = {0};
+  undeclared.fill = [] { return Status::ok(); };
+  std::vector<Tensor> unused = {Tensor::allocate(DType::kF32, Shape{2, 3}).value()};
+  EXPECT_FALSE((*plan)->run(inputs, unused, arenas.plan_arenas(), nullptr, nullptr, &undeclared).is_ok())
+      << "x was compiled to be uploaded first";
+  CaptureCounters counters;
+  std::vector<Tensor> outputs = {Tensor::allocate(DType::kF32, Shape{2, 3}).value()};
+  const float w[3] = {0.5f, -1.0f, 2.0f};
+  for (int run = 0; run < 4; ++run) {
+    std::fill_n(inputs[1].data<float>(), 6, std::nanf(""));  // what the fill must overwrite
+    const int uploads = device.uploads, replays = device.replays;
+    int fills = 0;
+    LateInputs late;
+    late.inputs = {1};
+    late.fill = [&]() -> Status {
+      ++fills;
+      EXPECT_EQ(device.uploads - uploads, 1) << "x is up, y not yet";
+      if (run >= 2) {
+        EXPECT_EQ(device.replays - replays, 1) << "the recorded work before y's reader was launched first";
+      }
+      for (int i = 0; i < 6; ++i) inputs[1].data<float>()[i] = static_cast<float>(10 * run + i);
+      return Status::ok();
+    };
+    ASSERT_TRUE((*plan)->run(inputs, outputs, arenas.plan_arenas(), nullptr, &counters, &late).is_ok());
+    EXPECT_EQ(fills, 1);
+    for (size_t i = 0; i < x.size(); ++i) {
+      const float d = (x[i] * w[i % 3] + w[i % 3]) * w[i % 3];
+      EXPECT_FLOAT_EQ(outputs[0].data<float>()[i], d + static_cast<float>(10 * run + static_cast<int>(i))) << run << " " << i;
+    }
+  }
+  // A failing fill is the run's error, named.
+  LateInputs failing;
+  failing.inputs = {1};
+  failing.fill = [] { return OG_ERROR("no mask"); };
+  const Status failed = (*plan)->run(inputs, outputs, arenas.plan_arenas(), nullptr, &counters, &failing);
+  ASSERT_FALSE(failed.is_ok());
+  EXPECT_NE(failed.message().find("no mask"), std::string::npos) << failed.message();
+}
+
 }  // namespace
 }  // namespace onnx_genai

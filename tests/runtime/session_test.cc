@@ -51,6 +51,36 @@ TEST(Session, RunsAndCachesPlansPerShape) {
   EXPECT_EQ(stats.plan_cache_hits, 1);
 }
 
+// A late input is filled before its reader runs (device_placement_test.cc checks the order on a
+// device); one whose values decide shapes, or a position past the inputs, is refused.
+TEST(Session, LateInputsAreFilledBeforeTheirReaderAndNeverDecideShapes) {
+  ModelBuilder b;
+  b.input("x", kF32, {2});
+  b.input("shape", onnx::TensorProto::INT64, {1});
+  b.node("Reshape", {"x", "shape"}, {"r"});
+  b.node("Add", {"r", "x"}, {"y"});
+  b.output("y", kF32);
+  auto session = make_session(b);
+  std::vector<Tensor> inputs = {floats({2}, {0, 0}), Tensor::from_vector<int64_t>(Shape{1}, {2})};
+  std::vector<Tensor> outputs;
+  LateInputs late;
+  late.inputs = {0};
+  late.fill = [&] {
+    inputs[0].data<float>()[0] = 3;
+    inputs[0].data<float>()[1] = 4;
+    return Status::ok();
+  };
+  ASSERT_TRUE(session->run_into(inputs, outputs, late).is_ok());
+  EXPECT_FLOAT_EQ(outputs[0].data<float>()[0], 6);
+  EXPECT_FLOAT_EQ(outputs[0].data<float>()[1], 8);
+  late.inputs = {1};
+  const Status keyed = session->run_into(inputs, outputs, late);
+  ASSERT_FALSE(keyed.is_ok());
+  EXPECT_NE(keyed.message().find("'shape' decides shapes"), std::string::npos) << keyed.message();
+  late.inputs = {2};
+  EXPECT_FALSE(session->run_into(inputs, outputs, late).is_ok());
+}
+
 TEST(Session, SymbolicDimsMustAgreeAcrossInputs) {
   ModelBuilder b;
   b.input("a", kF32, {-1, 2}, {"batch"});
