@@ -111,6 +111,9 @@ class Session {
   Device device() const;
   // Memory for tensors on device() (the CPU allocator on the CPU).
   Allocator& allocator() const;
+  // Host memory that inputs are copied to device() from fastest (page-locked on a GPU: the copy
+  // neither stages nor waits; the CPU allocator otherwise).
+  Allocator& host_allocator() const;
 
  private:
   struct Impl;

@@ -178,10 +178,11 @@ Status PagedRunner::fill_draws(const Rank& rank, const Feed& feed, BucketIo& buc
         if ((*draws)[k].masked) row[kSampleMaskSlot] = static_cast<float>(++slot);
       }
     } else if (io.roles[i] == InputRole::kSamplingMask) {
-      // M rows, the power of two from the masked draws' count (at most the rows).
+      // M rows, the power of two from the masked draws' count (at most the rows), in page-locked
+      // memory on a GPU: 1.2 MB at 64 rows of a 152k vocabulary, uploaded after the forward pass.
       const int64_t words = genai::mask_words(model_.io.vocab_size);
       if (!bucket.masks.defined() || bucket.masks.shape()[0] < rows) {
-        OG_ASSIGN_OR_RETURN(bucket.masks, Tensor::allocate(DType::kI64, Shape{rows, words}));
+        OG_ASSIGN_OR_RETURN(bucket.masks, Tensor::allocate(DType::kI64, Shape{rows, words}, rank.session->host_allocator()));
       }
       const int64_t fed = feed.masked == 0 ? 0 : std::min(rows, int64_t{1} << std::bit_width(static_cast<uint64_t>(feed.masked - 1)));
       t = Tensor::view(DType::kI64, Shape{fed, words}, bucket.masks.raw());

@@ -258,6 +258,7 @@ SessionStats Session::stats() const {
 int Session::num_threads() const { return impl_->pool->num_threads(); }
 Device Session::device() const { return impl_->device ? impl_->device->device() : Device::cpu(); }
 Allocator& Session::allocator() const { return impl_->allocator_for(device().type); }
+Allocator& Session::host_allocator() const { return impl_->device ? impl_->device->host_allocator() : cpu_allocator(); }
 
 Status Session::run_into(const std::vector<Tensor>& given, std::vector<Tensor>& outputs) {
   return run_into(given, outputs, LateInputs{});
