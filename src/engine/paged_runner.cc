@@ -54,6 +54,11 @@ Result<std::unique_ptr<PagedRunner>> PagedRunner::create(const genai::ModelParts
         return OG_ERROR("the paged decoder still reads '", rank.session->inputs()[i].name,
                         "', which packed rows cannot feed");
       }
+      // SampleTokens' other host inputs come late with the masks: the fill must come before their
+      // copies to the device, each of which waits for the device.
+      if (role == InputRole::kSamplingMask || role == InputRole::kSamplingParams || role == InputRole::kSamplingUniforms) {
+        rank.late_inputs.push_back(i);
+      }
     }
     const Shape pool_shape{limits.num_blocks, limits.block_size, io.kv_heads, io.head_size};
     Allocator& memory = rank.session->allocator();
@@ -305,14 +310,10 @@ Status PagedRunner::run_rank(size_t r, const Feed& feed) {
   OG_RETURN_IF_ERROR(fill_inputs(rank, feed, io.inputs));
   OG_RETURN_IF_ERROR(fill_draws(rank, feed, io));
   OG_RETURN_IF_ERROR(bind_logits(rank, io, feed.rows, feed.draws != nullptr));
-  // The masks come while the forward pass runs. SampleTokens' other host inputs are named too:
-  // the fill must come before their copies to the device, each of which waits for the device.
+  // The masks come while the forward pass runs.
   LateInputs late;
   if (feed.masked > 0) {
-    for (size_t i = 0; i < d.roles.size(); ++i) {
-      const InputRole role = d.roles[i];
-      if (role == InputRole::kSamplingMask || role == InputRole::kSamplingParams || role == InputRole::kSamplingUniforms) late.inputs.push_back(i);
-    }
+    late.inputs = rank.late_inputs;
     late.fill = [&] {
       OG_RETURN_IF_ERROR(feed.masks->ready());
       return fill_masks(feed, io.masks);

@@ -92,6 +92,7 @@ class PagedRunner {
     const genai::DecoderIo* io = nullptr;
     std::vector<Tensor> pools;  // per io->kv binding, kv_heads / N heads each
     std::map<int64_t, BucketIo> buckets;
+    std::vector<size_t> late_inputs;  // SampleTokens' host inputs, filled while the forward pass runs
   };
   // The masks of a step's draws, made ready once however many ranks ask.
   struct LateMasks {
