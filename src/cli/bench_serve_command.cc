@@ -84,7 +84,7 @@ Result<ServeBenchOptions> parse_serve_bench_options(std::span<const std::string>
   if (!o.url.empty() && o.request_rate > 0) return OG_ERROR("--url takes --concurrency, not --request-rate");
   if (!o.url.empty() && !o.json_schema_file.empty()) return OG_ERROR("--json-schema constrains the engine in process, not --url");
   if (!o.json_schema_file.empty()) {
-    OG_ASSIGN_OR_RETURN(std::string schema, read_input_file(o.json_schema_file, kMaxSchemaBytes));
+    OG_ASSIGN_OR_RETURN(std::string schema, read_input_file(o.json_schema_file, "--json-schema", kMaxSchemaBytes));
     o.constraint = ConstraintSpec{ConstraintKind::kJsonSchema, std::move(schema)};
   }
   if (!o.url.empty() && o.engine.model.tensor_parallel > 1) {

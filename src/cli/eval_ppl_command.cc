@@ -77,7 +77,7 @@ void print_result(const genai::PerplexityResult& r, bool json) {
 int run_eval_ppl(std::span<const std::string> args) {
   auto options = parse_eval_ppl_options(args);
   if (!options.is_ok()) return report(kExitBadInput, options.status().message());
-  auto text = read_input_file(*options->text_path, options->max_input_bytes);
+  auto text = read_input_file(*options->text_path, "--text", options->max_input_bytes);
   if (!text.is_ok()) return report(kExitBadInput, text.status().message());
   auto dir = resolve_model_dir(options->model_path, "eval-ppl");
   if (!dir.is_ok()) return report(kExitBadInput, dir.status().message());

@@ -64,7 +64,8 @@ Result<std::optional<ConstraintSpec>> read_constraint(const GenerateOptions& opt
   if (options.json_object) return std::optional<ConstraintSpec>(ConstraintSpec{ConstraintKind::kJsonObject, ""});
   const std::optional<std::string>& file = options.json_schema_file ? options.json_schema_file : options.grammar_file;
   if (!file) return std::optional<ConstraintSpec>();
-  OG_ASSIGN_OR_RETURN(std::string text, read_input_file(*file, options.max_input_bytes));
+  OG_ASSIGN_OR_RETURN(std::string text, read_input_file(*file, options.json_schema_file ? "--json-schema" : "--grammar",
+                                                             options.max_input_bytes));
   const ConstraintKind kind = options.json_schema_file ? ConstraintKind::kJsonSchema : ConstraintKind::kLarkGrammar;
   return std::optional<ConstraintSpec>(ConstraintSpec{kind, std::move(text)});
 }

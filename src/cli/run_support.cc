@@ -98,9 +98,9 @@ Result<std::string> read_text_or_stdin(const std::optional<std::string>& given, 
   return read_descriptor(STDIN_FILENO, std::string("the ") + what + " on stdin", input_limit(max_bytes));
 }
 
-Result<std::string> read_input_file(const std::string& path, int64_t max_bytes) {
+Result<std::string> read_input_file(const std::string& path, std::string_view flag, int64_t max_bytes) {
   Result<std::string> text = read_file(path, input_limit(max_bytes));
-  if (!text.is_ok()) return text.status().with_context("--text");
+  if (!text.is_ok()) return text.status().with_context(std::string(flag));
   return text;
 }
 

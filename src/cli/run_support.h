@@ -71,8 +71,9 @@ void add_input_limit_option(OptionTable& table, int64_t& max_bytes);
 // errors ("prompt", "text"). At most `max_bytes` bytes from stdin.
 Result<std::string> read_text_or_stdin(const std::optional<std::string>& given, const char* what, int64_t max_bytes);
 
-// All of the file at `path` (--text FILE), at most `max_bytes` bytes; errors start "--text: ".
-Result<std::string> read_input_file(const std::string& path, int64_t max_bytes);
+// All of the file at `path`, given by option `flag` (--text, --json-schema ...), at most
+// `max_bytes` bytes; errors start with the flag.
+Result<std::string> read_input_file(const std::string& path, std::string_view flag, int64_t max_bytes);
 
 // An error naming `what` and the offset of the first byte that is not UTF-8 (chat messages become
 // JSON, which holds only UTF-8).

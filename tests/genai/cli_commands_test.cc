@@ -336,7 +336,7 @@ TEST_F(CliCommands, BadInputExitsTwoWithOneLine) {
   expect_bad_input("bench-serve " + model + " --url http://127.0.0.1:9 --speculative ngram",
                    "--speculative runs the engine in process; with --url the server decides");
   expect_bad_input("bench-serve " + model + " --speculative /no/such/draft", "--speculative draft model");
-  expect_bad_input("bench-serve " + model + " --json-schema /no/such/schema.json", "/no/such/schema.json");
+  expect_bad_input("bench-serve " + model + " --json-schema /no/such/schema.json", "--json-schema: cannot open '/no/such/schema.json'");
   expect_bad_input("bench-serve " + model + " --url http://127.0.0.1:9 --json-schema /dev/null",
                    "--json-schema constrains the engine in process, not --url");
   expect_bad_input("run " + model + " --bogus", "unknown option '--bogus'");

@@ -135,6 +135,12 @@ TEST_F(CliConstraint, RefusalsNameTheKeyword) {
   r = generate("--prompt x --json-schema " + shell_quote(schema.string()));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("matches no text at all"), std::string::npos) << r.err;
+  // A file that is not there: the error names the option that gave it.
+  for (const char* option : {"--json-schema", "--grammar"}) {
+    r = generate(std::string("--prompt x ") + option + " /no/such/file");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.err.rfind(std::string("onnx-genai: ") + option + ": cannot open '/no/such/file'", 0), 0u) << r.err;
+  }
 }
 
 }  // namespace
