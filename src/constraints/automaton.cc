@@ -6,6 +6,10 @@
 
 namespace onnx_genai::constraints {
 
+namespace {
+constexpr uint8_t kE9[] = {0xC3, 0xA9};  // a character past ASCII (é): any would do
+}  // namespace
+
 template <typename T>
 size_t Automaton::VectorHash::operator()(const std::vector<T>& v) const {
   uint64_t h = 0x9E3779B97F4A7C15ull ^ v.size();
@@ -176,12 +180,112 @@ Result<bool> Automaton::characters_lead(int32_t to, int32_t state, int8_t utf8) 
   return true;
 }
 
+// A string's inside as the grammar spells it (char_class_rule): the configurations are the
+// starts of one rule's alternatives, entered with one return, beside others (a closing quote).
+// When that rule takes every character past ASCII whole (checked once per rule) and none of the
+// others takes such a byte, every such character ends the rule and returns to the same place, as
+// does every ASCII byte that only the rule's one-class alternatives take: the state after é.
+// Those ASCII bytes (`stays`) get that successor in the table at once. This spares following
+// every byte kind and lead byte from each state of the inside (tens of new states per character
+// counted: a maxLength string's inside in each context). kUnknown where the state is not so.
+Result<int32_t> Automaton::whole_character_step(int32_t state, ByteSet& stays) {
+  int32_t rule = -1, below = -1;
+  ByteSet single, other;
+  for (const uint64_t packed : states_[static_cast<size_t>(state)].configs) {
+    const Config c = unpack(packed);
+    const Node n = nodes_[static_cast<size_t>(c.node)];
+    const int32_t cls = grammar_->code[static_cast<size_t>(n.position)];
+    if (c.lex >= 0 || c.guard != 0 || !is_class(cls)) return kUnknown;
+    const ByteSet& bytes = grammar_->classes[static_cast<size_t>(cls)];
+    const int32_t of = alternative_rule(n.position);
+    const bool past_ascii = (bytes >> 128).any();
+    if (past_ascii && (of < 0 || (rule >= 0 && (of != rule || n.below != below)))) return kUnknown;
+    if (past_ascii) {
+      rule = of;
+      below = n.below;
+    }
+    const bool one_class = of >= 0 && grammar_->code[static_cast<size_t>(n.position) + 1] == Grammar::kEnd;
+    (one_class ? single : other) |= bytes;
+  }
+  if (rule < 0) return kUnknown;
+  // Only the rule's own one-class alternatives may take the bytes that stay, entered as the
+  // rule's with its return (a one-class alternative of another rule would end elsewhere).
+  for (const uint64_t packed : states_[static_cast<size_t>(state)].configs) {
+    const Node n = nodes_[static_cast<size_t>(unpack(packed).node)];
+    if (alternative_rule(n.position) != rule || n.below != below) {
+      other |= grammar_->classes[static_cast<size_t>(grammar_->code[static_cast<size_t>(n.position)])];
+    }
+  }
+  OG_ASSIGN_OR_RETURN(const bool whole, takes_every_character(rule));
+  if (!whole) return kUnknown;
+  OG_ASSIGN_OR_RETURN(const int32_t half, next(state, kE9[0]));
+  OG_ASSIGN_OR_RETURN(const int32_t to, next(half, kE9[1]));
+  if (to == kDead) return kUnknown;
+  stays.reset();
+  Row& row = row_at(state);
+  for (size_t b = 0; b < 0x80; ++b) {
+    if (!single.test(b) || other.test(b)) continue;
+    stays.set(b);
+    row[b].store(to, std::memory_order_release);
+  }
+  return to;
+}
+
+int32_t Automaton::alternative_rule(int32_t position) {
+  if (alternative_rules_.empty()) {
+    alternative_rules_.assign(grammar_->code.size(), -1);
+    for (size_t r = 0; r < grammar_->alternatives.size(); ++r) {
+      for (const int32_t start : grammar_->alternatives[r]) alternative_rules_[static_cast<size_t>(start)] = static_cast<int32_t>(r);
+    }
+  }
+  return alternative_rules_[static_cast<size_t>(position)];
+}
+
+Result<bool> Automaton::takes_every_character(int32_t rule) {
+  if (auto it = whole_character_rules_.find(rule); it != whole_character_rules_.end()) return it->second;
+  // Alternatives of byte classes only, started together at the bottom of a stack: every
+  // character past ASCII must end the rule, and nothing else be left.
+  bool whole = true;
+  std::vector<uint64_t> configs;
+  for (const int32_t start : grammar_->alternatives[static_cast<size_t>(rule)]) {
+    whole = grammar_->code[static_cast<size_t>(start)] != Grammar::kEnd;  // an empty one ends at once
+    for (int32_t p = start; whole && grammar_->code[static_cast<size_t>(p)] != Grammar::kEnd; ++p) {
+      whole = is_class(grammar_->code[static_cast<size_t>(p)]);
+    }
+    if (!whole) break;
+    OG_ASSIGN_OR_RETURN(const int32_t id, node(start, -1));
+    configs.push_back(pack(id, -1, 0));
+  }
+  if (whole) {
+    std::sort(configs.begin(), configs.end());
+    configs.erase(std::unique(configs.begin(), configs.end()), configs.end());
+    OG_ASSIGN_OR_RETURN(const int32_t alone, intern(std::move(configs), false));
+    OG_ASSIGN_OR_RETURN(const int32_t half, next(alone, kE9[0]));
+    OG_ASSIGN_OR_RETURN(const int32_t ended, next(half, kE9[1]));
+    // The rule ended and nothing of it is left: the bottom of the stack accepts, no configuration.
+    whole = ended != kDead && accepting(ended) && !extensible(ended);
+    if (whole) {
+      OG_ASSIGN_OR_RETURN(whole, characters_lead(ended, alone, utf8::kBoundary));
+    }
+  }
+  whole_character_rules_.emplace(rule, whole);
+  return whole;
+}
+
 // One step of a string's inside: the state every character allowed leads to from `state`, and
 // `run` filled with the ASCII bytes that lead there and whether every UTF-8 character beyond
 // ASCII does too (else none may come). kDead when nothing of `run` may come any more (the end
 // of a maxLength); kUnknown when characters go different ways. At the first step (`first`) the
 // ASCII bytes are those of the commonest successor; later ones must keep `run` as it was.
 Result<int32_t> Automaton::run_step(int32_t state, bool first, StringRun& run) {
+  ByteSet whole_stays;
+  OG_ASSIGN_OR_RETURN(const int32_t whole_to, whole_character_step(state, whole_stays));
+  if (whole_to != kUnknown) {
+    if (!first && (whole_stays != run.stays || !run.unicode)) return kUnknown;
+    run.stays = whole_stays;
+    run.unicode = true;
+    return whole_to;
+  }
   // A lead byte that may come makes every character a must; one that may not, none.
   int32_t to = kDead;
   bool unicode = false, refused = false;
@@ -191,7 +295,6 @@ Result<int32_t> Automaton::run_step(int32_t state, bool first, StringRun& run) {
   }
   if (unicode && refused) return kUnknown;
   if (unicode) {
-    constexpr uint8_t kE9[] = {0xC3, 0xA9};  // any character would do: é
     OG_ASSIGN_OR_RETURN(const int32_t half, next(state, kE9[0]));
     OG_ASSIGN_OR_RETURN(to, next(half, kE9[1]));
     if (to == kDead) return kUnknown;
@@ -237,12 +340,20 @@ Result<int32_t> Automaton::run_step(int32_t state, bool first, StringRun& run) {
   return to;
 }
 
+int32_t Automaton::StringRun::after(int32_t c) const {
+  const auto size = static_cast<int32_t>(chain->size());
+  int32_t at = offset + c;
+  if (at >= size && loop < 0) return kDead;
+  if (at >= size) at = loop + (at - loop) % (size - loop);
+  return (*chain)[static_cast<size_t>(at)];
+}
+
 Result<const Automaton::StringRun*> Automaton::string_run(int32_t state, int32_t enough) {
   if (auto it = string_runs_.find(state); it != string_runs_.end()) return it->second.get();
   // Follow the run: every step must send all characters and the same ASCII bytes one way. It
   // ends where nothing more may come (a maxLength), or returns to a state seen (unbounded).
   std::vector<int32_t> chain{state};
-  StringRun found{ByteSet(), false, -1};
+  StringRun found{ByteSet(), false, -1, nullptr};
   bool run = true;
   while (run && static_cast<int32_t>(chain.size()) <= enough) {
     OG_ASSIGN_OR_RETURN(const int32_t to, run_step(chain.back(), chain.size() == 1, found));
@@ -251,16 +362,21 @@ Result<const Automaton::StringRun*> Automaton::string_run(int32_t state, int32_t
       break;
     }
     run = to != kUnknown && to != kDead;
-    if (run && std::find(chain.begin(), chain.end(), to) != chain.end()) break;
+    if (const auto seen = std::find(chain.begin(), chain.end(), to); run && seen != chain.end()) {
+      found.loop = static_cast<int32_t>(seen - chain.begin());
+      break;
+    }
     if (run) chain.push_back(to);
   }
   if (!run) return string_runs_.emplace(state, nullptr).first->second.get();
   // The run's later states are runs too, unless it was cut at `enough` (their end is unknown).
   const bool cut = static_cast<int32_t>(chain.size()) > enough;
-  for (size_t j = 0; j < (cut ? 1 : chain.size()); ++j) {
+  found.chain = std::make_shared<const std::vector<int32_t>>(std::move(chain));
+  for (size_t j = 0; j < (cut ? 1 : found.chain->size()); ++j) {
     StringRun later = found;
     if (found.chars >= 0) later.chars -= static_cast<int32_t>(j);
-    string_runs_.try_emplace(chain[j], std::make_unique<StringRun>(later));
+    later.offset = static_cast<int32_t>(j);
+    string_runs_.try_emplace((*found.chain)[j], std::make_unique<StringRun>(later));
   }
   return string_runs_.at(state).get();
 }

@@ -84,6 +84,14 @@ class Automaton {
     ByteSet stays;
     bool unicode;
     int32_t chars;
+    // The state after `c` of the run's characters (c <= chars where bounded); kDead past a
+    // chain cut at `enough`.
+    int32_t after(int32_t c) const;
+    // The run's states from its first: this one is chain[offset]; an unbounded run's chain
+    // returns to chain[loop] after its last (loop -1: it ends).
+    std::shared_ptr<const std::vector<int32_t>> chain;
+    int32_t offset = 0;
+    int32_t loop = -1;
   };
   Result<const StringRun*> string_run(int32_t state, int32_t enough);
   // An ASCII-only run of fewer bytes is left to the mask's walk: the trie prunes it early, and
@@ -142,6 +150,12 @@ class Automaton {
   Result<int32_t> advance_guard(int32_t guard, uint8_t byte);
   Result<int32_t> intern_guard(std::vector<int32_t> lexer_states);
   Result<bool> characters_lead(int32_t to, int32_t state, int8_t utf8);
+  Result<int32_t> whole_character_step(int32_t state, ByteSet& stays);
+  // The rule whose alternative starts at `position`, or -1.
+  int32_t alternative_rule(int32_t position);
+  // Whether `rule`'s alternatives are byte classes that take every character past ASCII whole.
+  Result<bool> takes_every_character(int32_t rule);
+  static bool is_class(int32_t code) { return code >= 0 && !Grammar::is_token(code) && !Grammar::is_lexeme(code); }
   Result<int32_t> run_step(int32_t state, bool first, StringRun& run);
   Automaton& lexer();
 
@@ -173,6 +187,8 @@ class Automaton {
   std::unordered_map<std::vector<int32_t>, int32_t, VectorHash> guard_ids_{{{}, 0}};
   std::vector<std::array<int32_t, 256>> guard_rows_;
   std::unordered_map<int32_t, std::unique_ptr<StringRun>> string_runs_;  // null: not a string's inside
+  std::vector<int32_t> alternative_rules_;                  // position -> rule, -1 (built on first use)
+  std::unordered_map<int32_t, bool> whole_character_rules_;  // rule -> takes_every_character
   std::unordered_map<uint64_t, int32_t> token_transitions_;                // (state << 32 | id) -> state
 };
 

@@ -65,14 +65,41 @@ Status walk(CompiledState& shared, const TokenTrie& trie, int32_t state, const s
   return Status::ok();
 }
 
+// Adds to `mask` the tokens that leave `run` (TokenTrie::Leaving) and go on: each rest is walked
+// from the run's state at its cut, once for neighbours with the same rest and the same state
+// after its first byte (past a string's minimum length, a closing quote leads one way).
+Status add_leaving(CompiledState& shared, const TokenTrie& trie, const Automaton::StringRun& run,
+                   const std::vector<TokenTrie::Leaving>& leaving, std::vector<uint64_t>& mask) {
+  std::string_view last_rest;
+  int32_t last_exit = Automaton::kUnknown;
+  bool last_alive = false;
+  for (const TokenTrie::Leaving& t : leaving) {
+    if (run.chars >= 0 && t.chars > run.chars) continue;
+    OG_ASSIGN_OR_RETURN(const int32_t exit, shared.next(run.after(t.chars), t.exit));
+    if (exit == Automaton::kDead) continue;
+    const std::string_view rest = std::string_view(trie.bytes(t.id)).substr(t.prefix);
+    if (exit != last_exit || rest != last_rest) {
+      int32_t state = exit;
+      for (size_t k = 1; k < rest.size() && state != Automaton::kDead; ++k) {
+        OG_ASSIGN_OR_RETURN(state, shared.next(state, static_cast<uint8_t>(rest[k])));
+      }
+      last_rest = rest;
+      last_exit = exit;
+      last_alive = state != Automaton::kDead;
+    }
+    if (last_alive) mask[static_cast<size_t>(t.id) >> 6] |= uint64_t{1} << (t.id & 63);
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Status walk_token_trie(CompiledState& shared, const TokenTrie& trie, int32_t state, std::vector<uint64_t>& mask) {
   mask.assign((static_cast<size_t>(trie.vocab_size()) + 63) / 64, 0);
   if (state == Automaton::kDead) return Status::ok();
-  // Inside a string: the tokens that stay inside come from the vocabulary's table, and only
-  // the subtrees holding others (a quote, an escape, a control byte, a character refused or
-  // broken) are walked.
+  // Inside a string: the tokens that stay inside come from the vocabulary's table, and only the
+  // rests of those that leave it (at a quote, an escape, a control byte, a character refused or
+  // broken) are walked, or where those are many, the subtrees holding them.
   std::optional<Automaton::StringRun> run;
   std::vector<int32_t> named_here;
   {
@@ -83,7 +110,11 @@ Status walk_token_trie(CompiledState& shared, const TokenTrie& trie, int32_t sta
   }
   const TokenTrie::InsideView inside = run ? trie.inside(ascii(run->stays), run->unicode, run->chars) : TokenTrie::InsideView{};
   if (inside.mask != nullptr) mask = *inside.mask;
-  OG_RETURN_IF_ERROR(walk(shared, trie, state, inside.whole, mask));
+  if (inside.leaving != nullptr) {
+    OG_RETURN_IF_ERROR(add_leaving(shared, trie, *run, *inside.leaving, mask));
+  } else {
+    OG_RETURN_IF_ERROR(walk(shared, trie, state, inside.whole, mask));
+  }
   // The tokens the grammar names are allowed by id where it takes them, never by their bytes (an
   // added token such as Qwen's <tool_call> has bytes).
   const auto set = [&](int32_t id, bool on) {

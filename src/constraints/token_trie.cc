@@ -1,6 +1,8 @@
 #include "constraints/token_trie.h"
 
 #include <algorithm>
+#include <string_view>
+#include <tuple>
 
 #include "constraints/utf8.h"
 
@@ -68,7 +70,9 @@ void TokenTrie::link(const std::vector<int32_t>& order, const std::vector<std::s
 
 TokenTrie::Inside TokenTrie::build_inside(const std::bitset<128>& stays, bool unicode) const {
   // Forward (preorder): whether each node's path is spelled with the run's bytes, and in how
-  // many characters; its tokens go to the table by that count.
+  // many characters; its tokens go to the table by that count. Below the first node that is
+  // not, every token leaves the run after the path's last whole character.
+  Inside in;
   const size_t n = nodes_.size();
   std::vector<uint8_t> spelled(n);
   std::vector<int8_t> at_depth(max_depth_ + 1, utf8::kBoundary);
@@ -78,8 +82,18 @@ TokenTrie::Inside TokenTrie::build_inside(const std::bitset<128>& stays, bool un
     const Node& node = nodes_[i];
     const bool refused = node.byte < 0x80 ? !stays.test(node.byte) : !unicode;
     const int8_t at = refused ? int8_t{utf8::kInvalid} : utf8::step(at_depth[node.depth - 1u], node.byte);
-    if (at == utf8::kInvalid) {  // nor is anything below it spelled so
-      i = static_cast<size_t>(node.subtree_end) - 1;
+    if (at == utf8::kInvalid) {
+      size_t whole = node.depth - 1u;
+      while (at_depth[whole] != utf8::kBoundary) --whole;
+      const auto end = static_cast<size_t>(node.subtree_end);
+      for (size_t j = i; j < end && in.leaving.size() <= kMaxLeaving; ++j) {
+        for (int32_t k = nodes_[j].first_token; k < nodes_[j].first_token + nodes_[j].token_count; ++k) {
+          const int32_t id = tokens_[static_cast<size_t>(k)];
+          const auto exit = static_cast<uint8_t>(bytes_[static_cast<size_t>(id)][whole]);
+          in.leaving.push_back(Leaving{id, chars_at[whole], static_cast<uint16_t>(whole), exit});
+        }
+      }
+      i = end - 1;
       continue;
     }
     at_depth[node.depth] = at;
@@ -91,7 +105,6 @@ TokenTrie::Inside TokenTrie::build_inside(const std::bitset<128>& stays, bool un
     by_chars[chars].insert(by_chars[chars].end(), tokens_.begin() + node.first_token,
                            tokens_.begin() + node.first_token + node.token_count);
   }
-  Inside in;
   for (const std::vector<int32_t>& ids : by_chars) {
     in.tokens.insert(in.tokens.end(), ids.begin(), ids.end());
     in.up_to.push_back(in.tokens.size());
@@ -104,6 +117,14 @@ TokenTrie::Inside TokenTrie::build_inside(const std::bitset<128>& stays, bool un
     if (!spelled[i]) unspelled = i;
     if (unspelled >= static_cast<size_t>(nodes_[i].subtree_end)) in.whole[i >> 6] |= uint64_t{1} << (i & 63);
   }
+  if (in.leaving.size() > kMaxLeaving) {
+    in.leaving = {};
+    return in;
+  }
+  const auto rest = [&](const Leaving& t) { return std::string_view(bytes_[static_cast<size_t>(t.id)]).substr(t.prefix); };
+  std::sort(in.leaving.begin(), in.leaving.end(), [&](const Leaving& a, const Leaving& b) {
+    return std::make_tuple(rest(a), a.chars, a.id) < std::make_tuple(rest(b), b.chars, b.id);
+  });
   return in;
 }
 
@@ -126,7 +147,7 @@ TokenTrie::InsideView TokenTrie::inside(const std::bitset<128>& stays, bool unic
       mask[id >> 6] |= uint64_t{1} << (id & 63);
     }
   }
-  return {&mask, &in.whole};
+  return {&mask, &in.whole, in.leaving.empty() ? nullptr : &in.leaving};
 }
 
 const std::string& TokenTrie::bytes(int32_t id) const {

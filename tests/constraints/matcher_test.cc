@@ -36,22 +36,45 @@ TEST(Matcher, MasksInsideStringsAreExact) {
   // letters; a Lark string terminal. With byte-level BPE and with SentencePiece.
   for (const char* name : {"qwen3", "llama2"}) {
     const TestVocabulary& v = test_vocabulary(name);
-    auto schema = compile(v, ConstraintKind::kJsonSchema,
-                          R"({"type":"object","properties":{"s":{"type":"string"},"t":{"type":"string","maxLength":4},)"
-                          R"("p":{"type":"string","pattern":"^[a-z ]*$"},"u":{"type":"string","minLength":2,"maxLength":5},)"
-                          R"("w":{"type":"string","maxLength":300},"e":{"type":"string","format":"email"},)"
-                          R"("d":{"type":"string","pattern":"^[0-9]{1,4}$"}}})");
+    const std::string text = R"({"type":"object","properties":{"s":{"type":"string"},"t":{"type":"string","maxLength":4},)"
+                             R"("p":{"type":"string","pattern":"^[a-z ]*$"},"u":{"type":"string","minLength":2,"maxLength":5},)"
+                             R"("w":{"type":"string","maxLength":300},"e":{"type":"string","format":"email"},)"
+                             R"("d":{"type":"string","pattern":"^[0-9]{1,4}$"}}})";
+    auto schema = compile(v, ConstraintKind::kJsonSchema, text);
+    auto reference = compile(v, ConstraintKind::kJsonSchema, text);
     for (const std::string prefix : {"{\"s\":\"", "{\"s\":\"ab", "{\"s\":\"\xc3", "{\"s\":\"a\\", "{\"s\":\"中文",
                                      "{\"t\":\"ab", "{\"p\":\"a b", "{\"", "{\"u\":\"", "{\"u\":\"a", "{\"u\":\"abcd",
                                      "{\"u\":\"abcde", "{\"u\":\"a\xc3", "{\"w\":\"", "{\"w\":\"ab", "{\"e\":\"ab",
                                      "{\"e\":\"a.b@c", "{\"d\":\"", "{\"d\":\"12"}) {
-      EXPECT_GT(expect_exact_mask(v, schema, prefix), 0u) << name << " " << prefix;
+      EXPECT_GT(expect_exact_mask(v, schema, prefix, reference), 0u) << name << " " << prefix;
     }
     auto regex = compile(v, ConstraintKind::kRegex, "\"[^\"xyz]*\"!");
     EXPECT_GT(expect_exact_mask(v, regex, "\"ab"), 0u) << name;
     auto lark = compile(v, ConstraintKind::kLarkGrammar, "start: STRING+\nSTRING: /\"[^\"\\\\]*\"/\n");
     EXPECT_GT(expect_exact_mask(v, lark, "\"ab"), 0u) << name;
     EXPECT_GT(expect_exact_mask(v, lark, "\"ab\""), 0u) << name;
+  }
+}
+
+TEST(Matcher, CountedStringsInCountedItemsAreExact) {
+  // A maxLength string inside an array with minItems is a new run of parser states in every item
+  // (the item count is on the stack): its steps are read from the grammar's character rule and
+  // the tokens leaving it walked from their cut (TokenTrie::Leaving). Checked against the naive
+  // masks of a constraint compiled apart, at each character count, past the minimum, after an
+  // escape, after text beyond ASCII and a character cut in half, in the first and later items.
+  const TestVocabulary& v = test_vocabulary("qwen3");
+  const std::string text = R"({"type":"array","minItems":3,"maxItems":5,"items":{"type":"object","properties":)"
+                           R"({"name":{"type":"string","minLength":2,"maxLength":7},"tags":{"type":"array","items":)"
+                           R"({"type":"string","maxLength":3},"maxItems":2}},"required":["name","tags"],"additionalProperties":false}})";
+  auto schema = compile(v, ConstraintKind::kJsonSchema, text);
+  auto reference = compile(v, ConstraintKind::kJsonSchema, text);
+  const std::string item = R"({"name":"ab","tags":["x"]})";
+  for (const std::string& before : {std::string("["), "[" + item + ",", "[" + item + "," + item + "," + item + ","}) {
+    for (const std::string inside : {"", "a", "ab", "a\\\"c", "\xc3\xa9t\xc3\xa9", "abcdef", "abcdefg", "ab\xe4\xb8"}) {
+      EXPECT_GT(expect_exact_mask(v, schema, before + R"({"name":")" + inside, reference), 0u) << before << inside;
+    }
+    EXPECT_GT(expect_exact_mask(v, schema, before + R"({"name":"ab","tags":["x)", reference), 0u) << before;
+    EXPECT_GT(expect_exact_mask(v, schema, before + R"({"name":"ab","tags":["xyz)", reference), 0u) << before;
   }
 }
 
