@@ -184,8 +184,8 @@ Result<bool> Automaton::characters_lead(int32_t to, int32_t state, int8_t utf8) 
 // starts of one rule's alternatives, entered with one return, beside others (a closing quote).
 // When that rule takes every character past ASCII whole (checked once per rule) and none of the
 // others takes such a byte, every such character ends the rule and returns to the same place, as
-// does every ASCII byte that only the rule's one-class alternatives take: the state after é.
-// Those ASCII bytes (`stays`) get that successor in the table at once. This spares following
+// does every ASCII byte that only the rule's one-class alternatives take: the state after é,
+// computed as the return from the rule. Those ASCII bytes (`stays`) get that successor in the table at once. This spares following
 // every byte kind and lead byte from each state of the inside (tens of new states per character
 // counted: a maxLength string's inside in each context). kUnknown where the state is not so.
 Result<int32_t> Automaton::whole_character_step(int32_t state, ByteSet& stays) {
@@ -218,8 +218,19 @@ Result<int32_t> Automaton::whole_character_step(int32_t state, ByteSet& stays) {
   }
   OG_ASSIGN_OR_RETURN(const bool whole, takes_every_character(rule));
   if (!whole) return kUnknown;
-  OG_ASSIGN_OR_RETURN(const int32_t half, next(state, kE9[0]));
-  OG_ASSIGN_OR_RETURN(const int32_t to, next(half, kE9[1]));
+  // The rule ended: the parse returns to `below` (compute_next's closure after a last byte),
+  // without the state halfway through a character that é's bytes would make.
+  std::vector<uint64_t> configs;
+  bool accepting = false;
+  seen_.clear();
+  seen_guard_ = 0;
+  if (below < 0) {
+    accepting = true;
+  } else {
+    const Node ret = nodes_[static_cast<size_t>(below)];
+    OG_RETURN_IF_ERROR(close(ret.position, ret.below, 0, configs, accepting));
+  }
+  OG_ASSIGN_OR_RETURN(const int32_t to, intern(std::move(configs), accepting));
   if (to == kDead) return kUnknown;
   stays.reset();
   Row& row = row_at(state);

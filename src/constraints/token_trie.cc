@@ -150,11 +150,6 @@ TokenTrie::InsideView TokenTrie::inside(const std::bitset<128>& stays, bool unic
   return {&mask, &in.whole, in.leaving.empty() ? nullptr : &in.leaving};
 }
 
-const std::string& TokenTrie::bytes(int32_t id) const {
-  static const std::string kNone;
-  return id >= 0 && static_cast<size_t>(id) < bytes_.size() ? bytes_[static_cast<size_t>(id)] : kNone;
-}
-
 bool TokenTrie::is_stop(int32_t id) const { return std::binary_search(stop_ids_.begin(), stop_ids_.end(), id); }
 
 }  // namespace onnx_genai::constraints

@@ -73,11 +73,15 @@ class TokenTrie {
   static constexpr size_t kMaxLeaving = 8192;
   InsideView inside(const std::bitset<128>& stays, bool unicode, int32_t chars) const;
   static constexpr size_t kMaxInsideTables = 32;
-  // The bytes of token `id` ("" for special and unknown tokens).
-  const std::string& bytes(int32_t id) const;
+  // The bytes of token `id` ("" for special and unknown tokens). Inline: mask walks read it
+  // for every token leaving a string.
+  const std::string& bytes(int32_t id) const {
+    return id >= 0 && static_cast<size_t>(id) < bytes_.size() ? bytes_[static_cast<size_t>(id)] : kNoBytes;
+  }
   bool is_stop(int32_t id) const;
 
  private:
+  static inline const std::string kNoBytes;
   int32_t vocab_size_ = 0;
   std::vector<std::string> bytes_;
   std::vector<Node> nodes_;
