@@ -106,6 +106,9 @@ struct EngineStats {
   // Host time computing the token masks of constrained device draws; it runs while the device
   // runs the step's forward pass, inside model_seconds.
   double mask_seconds = 0;
+  // The paged decoder's session (rank 0): plans compiled, and CUDA graph segments recorded,
+  // replayed and dropped for other buffers. A step that compiles or records is a slow one.
+  int64_t plans_compiled = 0, graph_captures = 0, graph_replays = 0, graph_invalidations = 0;
 };
 
 class Engine {

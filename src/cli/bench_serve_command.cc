@@ -242,7 +242,12 @@ nlohmann::ordered_json summarize(const ServeBenchOptions& o, const ServeResult& 
           {"steps", st.steps},
           // Per step: the decoder run (launch to tokens), and within it the host's token masks.
           {"model_ms_per_step", st.steps > 0 ? st.model_seconds * 1e3 / static_cast<double>(st.steps) : 0.0},
-          {"mask_ms_per_step", st.steps > 0 ? st.mask_seconds * 1e3 / static_cast<double>(st.steps) : 0.0}};
+          {"mask_ms_per_step", st.steps > 0 ? st.mask_seconds * 1e3 / static_cast<double>(st.steps) : 0.0},
+          // The decoder session's counters since load (warm-up included).
+          {"plans_compiled", st.plans_compiled},
+          {"graph_captures", st.graph_captures},
+          {"graph_replays", st.graph_replays},
+          {"graph_invalidations", st.graph_invalidations}};
 }
 
 void print_table(const nlohmann::ordered_json& j) {
@@ -280,7 +285,8 @@ int print_summary(const ServeBenchOptions& o, const ServeResult& result) {
     for (const char* engine_only : {"threads", "tensor_parallel", "device", "paged", "cached_prompt_tokens", "kv_blocks",
                                     "kv_waste", "preemptions",
                                     "prefix_hit_rate", "drafted_tokens", "accepted_tokens", "steps", "model_ms_per_step",
-                                    "mask_ms_per_step"}) {
+                                    "mask_ms_per_step", "plans_compiled", "graph_captures", "graph_replays",
+                                    "graph_invalidations"}) {
       summary.erase(engine_only);
     }
     summary["url"] = o.url;

@@ -542,6 +542,13 @@ EngineStats Engine::stats() const {
   } else {
     s.running = static_cast<int64_t>(impl_->requests.size());
   }
+  if (impl_->runner) {
+    const SessionStats session = impl_->runner->session_stats();
+    s.plans_compiled = session.plans_compiled;
+    s.graph_captures = session.graph_captures;
+    s.graph_replays = session.graph_replays;
+    s.graph_invalidations = session.graph_invalidations;
+  }
   for (const auto& [id, r] : impl_->requests) {
     if (!r->blocks.empty()) s.kv_slots_unfilled += static_cast<int64_t>(r->blocks.size()) * s.block_size - r->computed;
   }

@@ -73,6 +73,8 @@ class PagedRunner {
   // device: the plans of every step shape compile and their CUDA graphs are recorded now.
   // Returns the number of shapes run.
   Result<int64_t> warm_up();
+  // Rank 0's decoder session: its plans and CUDA graph counters.
+  SessionStats session_stats() const { return ranks_[0].session->stats(); }
   // Bytes one block takes over all layers, keys and values, on one rank (`io` is the rank's).
   static int64_t block_bytes(const genai::DecoderIo& io, int64_t block_size);
 
