@@ -49,6 +49,9 @@ struct ModelOptions {
   // the model on the CPU, and Model::device_fallback() says why; false makes it an error.
   bool cpu_fallback = true;
   bool capture_device_graphs = true;  // SessionOptions::capture_device_graphs
+  // SessionOptions::max_cached_plans: the decoder's plans kept (one per step shape; the serving
+  // engine raises it to hold every shape its steps take).
+  size_t max_cached_plans = 16;
   std::string onnx_file;          // decoder file inside the folder; empty = the config's / the usual names
   bool preallocate_kv = false;    // reserve the KV cache for the whole context up front
   int64_t initial_kv_capacity = 0;  // smallest first KV reservation in positions; 0 = 64

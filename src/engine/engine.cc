@@ -3,6 +3,7 @@
 #include "onnx_genai/engine.h"
 
 #include <algorithm>
+#include <bit>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -135,6 +136,11 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::string& path, const Engi
   impl->options = options;
   ModelOptions model_options = options.model;
   model_options.kv_block_size = options.block_size;
+  // A plan per bucket of packed tokens for each way a step ends (logits to the host, tokens on
+  // the device, masked tokens on the device) and room for speculative steps' wider logit rows:
+  // evicting one recompiles it and records its CUDA graphs again mid-serving.
+  const auto buckets = static_cast<size_t>(std::bit_width(std::bit_ceil(static_cast<uint64_t>(options.max_num_batched_tokens))));
+  model_options.max_cached_plans = std::max(model_options.max_cached_plans, 4 * buckets);
   OG_ASSIGN_OR_RETURN(impl->model, Model::load(path, model_options));
   impl->parts = &ModelAccess::parts(*impl->model);
   impl->max_positions = context_positions(*impl->parts);

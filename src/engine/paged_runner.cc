@@ -183,14 +183,14 @@ Status PagedRunner::fill_draws(const Rank& rank, const Feed& feed, BucketIo& buc
         if ((*draws)[k].masked) row[kSampleMaskSlot] = static_cast<float>(++slot);
       }
     } else if (io.roles[i] == InputRole::kSamplingMask) {
-      // M rows, the power of two from the masked draws' count (at most the rows), in page-locked
-      // memory on a GPU: 1.2 MB at 64 rows of a 152k vocabulary, uploaded after the forward pass.
+      // A row per logit row once any draw is masked (those after the masked draws' unread), so
+      // that a bucket has one masked plan, which warm_up() compiles and records: 1.2 MB at 64
+      // rows of a 152k vocabulary, in page-locked memory on a GPU, uploaded after the forward pass.
       const int64_t words = genai::mask_words(model_.io.vocab_size);
       if (!bucket.masks.defined() || bucket.masks.shape()[0] < rows) {
         OG_ASSIGN_OR_RETURN(bucket.masks, Tensor::allocate(DType::kI64, Shape{rows, words}, rank.session->host_allocator()));
       }
-      const int64_t fed = feed.masked == 0 ? 0 : std::min(rows, int64_t{1} << std::bit_width(static_cast<uint64_t>(feed.masked - 1)));
-      t = Tensor::view(DType::kI64, Shape{fed, words}, bucket.masks.raw());
+      t = Tensor::view(DType::kI64, Shape{feed.masked == 0 ? 0 : rows, words}, bucket.masks.raw());
     } else if (io.roles[i] == InputRole::kSamplingUniforms) {
       OG_RETURN_IF_ERROR(genai::reuse_tensor(t, DType::kF64, Shape{rows}));
       std::fill_n(t.data<double>(), rows, genai::kNoDraw);
@@ -205,6 +205,8 @@ bool PagedRunner::device_argmax() const {
 }
 
 bool PagedRunner::device_draws() const { return device_argmax() && model_.io.sampled_tokens_output.has_value(); }
+
+bool PagedRunner::device_masks() const { return device_draws() && model_.io.has(InputRole::kSamplingMask); }
 
 // With tokens taken on the device the logits are given there, where run_into writes them;
 // otherwise run_into puts them on the host.
@@ -286,11 +288,15 @@ Result<int64_t> PagedRunner::warm_up() {
   int64_t shapes = 0;
   for (int64_t padded = 1; padded <= largest; padded *= 2) {
     const int64_t rows = logit_rows(padded, 1);
-    for (const bool on_device : {false, true}) {
-      if (on_device && !device_argmax()) continue;
+    // Logits to the host, tokens on the device, and tokens on the device under token masks
+    // (structured output: no row reads them here).
+    for (const int way : {0, 1, 2}) {
+      if ((way == 1 && !device_argmax()) || (way == 2 && !device_masks())) continue;
+      LateMasks none;
       // Twice: a session records a step's CUDA graph when the shape comes again.
       for (int k = 0; k < 2; ++k) {
-        OG_RETURN_IF_ERROR(run_ranks(Feed{{}, padded, rows, rows_selected ? rows : padded, {}, on_device ? &no_draws : nullptr}));
+        OG_RETURN_IF_ERROR(run_ranks(Feed{{}, padded, rows, rows_selected ? rows : padded, {}, way > 0 ? &no_draws : nullptr,
+                                          &none, way == 2 ? rows : 0}));
       }
       ++shapes;
     }

@@ -58,6 +58,8 @@ class PagedRunner {
   // draws too (device_sampling.h). Only a device session's decoder has the outputs.
   bool device_argmax() const;
   bool device_draws() const;
+  // Whether those draws may also take token masks (SampleTokens' mask input).
+  bool device_masks() const;
   // Feeds `runs`; for the i-th position a run samples at (in order: each sampling run's last
   // position, after its drafted ones with a speculative draft), logits[i] receives its vocab
   // floats, or, given `draws` (one per such position), tokens[i] the token picked on the device:

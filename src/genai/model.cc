@@ -169,6 +169,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelO
   session_options.device =
       options.cpu_fallback ? device_or_cpu_fallback(options.device, impl->device_fallback) : options.device;
   session_options.capture_device_graphs = options.capture_device_graphs;
+  session_options.max_cached_plans = options.max_cached_plans;
   GraphFacts facts;
   OG_RETURN_IF_ERROR(load_session(*impl, options, session_options, facts));
   if (impl->paged.rewritten) facts.paged = &impl->paged;

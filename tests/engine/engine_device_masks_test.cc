@@ -94,5 +94,27 @@ TEST(EngineDeviceMasks, ConstrainedDrawsOnTheDeviceAreTheHostSamplersTokens) {
   EXPECT_EQ((*device)->stats().kv_blocks_used, 0);
 }
 
+// warm_up() also compiles (and on a GPU records) each step shape's masked plan: constrained
+// requests served afterwards compile none, and keep the tokens of an engine that was not warmed.
+TEST(EngineDeviceMasks, WarmUpCompilesTheMaskedStepsToo) {
+  const std::vector<genai::RequestParams> params = request_params();
+  testing::StandInMemory memory;
+  testing::StandInScope scope(memory);
+  auto cold = load(Device{DeviceType::kCuda, 0});
+  ASSERT_TRUE(cold.is_ok()) << cold.status().message();
+  const std::vector<testing::Finished> want = serve(**cold, params);
+
+  auto warm = load(Device{DeviceType::kCuda, 0});
+  ASSERT_TRUE(warm.is_ok()) << warm.status().message();
+  auto shapes = (*warm)->warm_up();
+  ASSERT_TRUE(shapes.is_ok()) << shapes.status().message();
+  EXPECT_EQ(*shapes, 21);  // 7 buckets of packed tokens (1 ... 64), each 3 ways
+  const int64_t plans = (*warm)->stats().plans_compiled;
+  const std::vector<testing::Finished> got = serve(**warm, params);
+  EXPECT_EQ((*warm)->stats().plans_compiled, plans) << "a masked step shape the warm-up missed";
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(got[i].tokens, want[i].tokens) << "request " << i;
+}
+
 }  // namespace
 }  // namespace onnx_genai
