@@ -185,9 +185,10 @@ Result<bool> Automaton::characters_lead(int32_t to, int32_t state, int8_t utf8) 
 // When that rule takes every character past ASCII whole (checked once per rule) and none of the
 // others takes such a byte, every such character ends the rule and returns to the same place, as
 // does every ASCII byte that only the rule's one-class alternatives take: the state after é,
-// computed as the return from the rule. Those ASCII bytes (`stays`) get that successor in the table at once. This spares following
-// every byte kind and lead byte from each state of the inside (tens of new states per character
-// counted: a maxLength string's inside in each context). kUnknown where the state is not so.
+// computed as the return from the rule. Those ASCII bytes (`stays`) get that successor in the
+// table at once. This spares following every byte kind and lead byte from each state of the
+// inside (tens of new states per character counted: a maxLength string's inside in each
+// context). kUnknown where the state is not so.
 Result<int32_t> Automaton::whole_character_step(int32_t state, ByteSet& stays) {
   int32_t rule = -1, below = -1;
   ByteSet single, other;
