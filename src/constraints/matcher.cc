@@ -100,15 +100,15 @@ Status walk_token_trie(CompiledState& shared, const TokenTrie& trie, int32_t sta
   // Inside a string: the tokens that stay inside come from the vocabulary's table, and only the
   // rests of those that leave it (at a quote, an escape, a control byte, a character refused or
   // broken) are walked, or where those are many, the subtrees holding them.
-  std::optional<Automaton::StringRun> run;
+  // A state's run, once computed, is kept and never changed: read on without the lock.
+  const Automaton::StringRun* run = nullptr;
   std::vector<int32_t> named_here;
   {
     std::lock_guard lock(shared.mutex);
-    OG_ASSIGN_OR_RETURN(const Automaton::StringRun* found, shared.automaton.string_run(state, static_cast<int32_t>(trie.max_depth())));
-    if (found != nullptr) run = *found;
+    OG_ASSIGN_OR_RETURN(run, shared.automaton.string_run(state, static_cast<int32_t>(trie.max_depth())));
     named_here = shared.automaton.tokens_at(state);
   }
-  const TokenTrie::InsideView inside = run ? trie.inside(ascii(run->stays), run->unicode, run->chars) : TokenTrie::InsideView{};
+  const TokenTrie::InsideView inside = run != nullptr ? trie.inside(ascii(run->stays), run->unicode, run->chars) : TokenTrie::InsideView{};
   if (inside.mask != nullptr) mask = *inside.mask;
   if (inside.leaving != nullptr) {
     OG_RETURN_IF_ERROR(add_leaving(shared, trie, *run, *inside.leaving, mask));
