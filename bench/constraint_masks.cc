@@ -2,6 +2,7 @@
 // to the naive mask (every token's bytes run through the same automaton, one token at a time).
 //
 //   build/bench/constraint_bench TOKENIZER_DIR CORPUS.json [--vocab N] [--steps N] [--seed N]
+//                                [--batch N [--threads T]]
 //
 // CORPUS.json: entries {"name", "schema"} (a JSON Schema) or {"name", "lark": FILE} (a Lark
 // grammar, FILE relative to the corpus; tests/constraints/lark_corpus.json).
@@ -10,6 +11,12 @@
 // (the first is the time to first mask together with the compile); then the same walk again on
 // the now warm constraint (a second request with the same schema); then the naive mask at each
 // step of the walk. Prints per-schema rows and the totals: mean, p99 and max per mask, compile.
+//
+// With --batch N, the serving engine's case instead: N requests over one compiled constraint
+// step together, each step computing every live request's mask on T threads (a matcher each, as
+// Engine::compute_masks does while the device runs the forward pass), then each request takes a
+// token. What a step costs the host is the time to the last of its masks: printed per schema as
+// the mean, p50, p99 and max of that, over --steps steps.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -20,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "core/thread_pool.h"
 #include "onnx_genai/constraints.h"
 #include "onnx_genai/tokenizer.h"
 
@@ -143,15 +151,60 @@ SchemaTimes time_schema(const nlohmann::json& entry, const ConstraintSpec& spec,
   return t;
 }
 
+// One schema under --batch: `batch` walks from a fresh compile, stepping together.
+void time_batch(const nlohmann::json& entry, const ConstraintSpec& spec, const std::shared_ptr<const ConstraintVocabulary>& vocab,
+                int32_t eos, int steps, int batch, onnx_genai::ThreadPool& pool, std::mt19937_64& rng) {
+  const std::string name = entry["name"].get<std::string>();
+  auto compiled = CompiledConstraint::compile(spec, vocab);
+  if (!compiled) {
+    std::printf("%-12s %s\n", name.c_str(), compiled.status().message().c_str());
+    return;
+  }
+  std::vector<ConstraintMatcher> matchers;
+  for (int r = 0; r < batch; ++r) matchers.emplace_back(*compiled);
+  std::vector<std::vector<uint64_t>> masks(static_cast<size_t>(batch), std::vector<uint64_t>(matchers[0].mask_words()));
+  std::vector<size_t> live(static_cast<size_t>(batch));
+  for (size_t r = 0; r < live.size(); ++r) live[r] = r;
+  Stats step_ms;
+  int64_t masks_computed = 0;
+  std::vector<double> work_us(static_cast<size_t>(batch));
+  double work_total = 0;
+  for (int step = 0; step < steps && !live.empty(); ++step) {
+    const auto a = Clock::now();
+    pool.parallel_for(static_cast<int64_t>(live.size()), 1, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        const size_t r = live[static_cast<size_t>(i)];
+        const auto m0 = Clock::now();
+        (void)matchers[r].compute_mask(masks[r]);
+        work_us[r] = micros(m0, Clock::now());
+      }
+    });
+    step_ms.add(micros(a, Clock::now()) / 1e3);
+    masks_computed += static_cast<int64_t>(live.size());
+    for (const size_t r : live) work_total += work_us[r];
+    std::vector<size_t> still;
+    for (const size_t r : live) {
+      const int32_t id = pick(masks[r], *vocab, eos, rng);
+      if (id < 0 || id == eos) continue;
+      (void)matchers[r].accept_token(id);
+      still.push_back(r);
+    }
+    live = std::move(still);
+  }
+  std::printf("%-12s %6zu %8lld %10.3f %10.3f %10.3f %10.3f %10.3f\n", name.c_str(), step_ms.samples.size(),
+              static_cast<long long>(masks_computed), step_ms.mean(), step_ms.quantile(0.5), step_ms.quantile(0.99),
+              step_ms.max(), work_total / 1e3 / static_cast<double>(std::max<size_t>(step_ms.samples.size(), 1)));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: %s TOKENIZER_DIR CORPUS.json [--vocab N] [--steps N] [--seed N] [--naive-steps N]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s TOKENIZER_DIR CORPUS.json [--vocab N] [--steps N] [--seed N] [--naive-steps N] [--batch N [--threads T]]\n", argv[0]);
     return 2;
   }
   int32_t vocab_size = 0;
-  int steps = 256, naive_steps = 8;
+  int steps = 256, naive_steps = 8, batch = 0, threads = 1;
   uint64_t seed = 1;
   for (int i = 3; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
@@ -159,6 +212,8 @@ int main(int argc, char** argv) {
     else if (flag == "--steps") steps = std::stoi(argv[i + 1]);
     else if (flag == "--seed") seed = std::stoull(argv[i + 1]);
     else if (flag == "--naive-steps") naive_steps = std::stoi(argv[i + 1]);
+    else if (flag == "--batch") batch = std::stoi(argv[i + 1]);
+    else if (flag == "--threads") threads = std::stoi(argv[i + 1]);
   }
   auto tokenizer = onnx_genai::Tokenizer::load(argv[1]);
   if (!tokenizer) {
@@ -177,10 +232,21 @@ int main(int argc, char** argv) {
               micros(t0, Clock::now()) / 1e3, (*vocab)->trie_nodes());
   std::ifstream corpus_file(argv[2]);
   const nlohmann::json corpus = nlohmann::json::parse(corpus_file);
+  std::mt19937_64 rng(seed);
+  if (batch > 0) {
+    onnx_genai::ThreadPool pool(threads);
+    std::printf("%d requests a step, masks on %d threads; milliseconds per step\n", batch, threads);
+    std::printf("%-12s %6s %8s %10s %10s %10s %10s %10s\n", "schema", "steps", "masks", "mean", "p50", "p99", "max",
+                "mask sum");
+    for (const auto& entry : corpus) {
+      const ConstraintSpec spec = spec_of(entry, std::filesystem::path(argv[2]).parent_path());
+      time_batch(entry, spec, *vocab, eos, steps, batch, pool, rng);
+    }
+    return 0;
+  }
   std::printf("%-12s %9s %6s %10s %10s %10s %10s %10s\n", "schema", "first ms", "masks", "cold mean", "cold p99", "cold max",
               "warm mean", "naive mean");
   Stats all_cold, all_warm, all_naive, all_first;
-  std::mt19937_64 rng(seed);
   for (const auto& entry : corpus) {
     const ConstraintSpec spec = spec_of(entry, std::filesystem::path(argv[2]).parent_path());
     SchemaTimes t = time_schema(entry, spec, *vocab, eos, steps, naive_steps, rng);

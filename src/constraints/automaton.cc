@@ -18,20 +18,19 @@ size_t Automaton::VectorHash::operator()(const std::vector<T>& v) const {
 }
 
 Automaton::Automaton(std::shared_ptr<const Grammar> grammar)
-    : grammar_(std::move(grammar)), row_chunks_(new std::atomic<Row*>[kMaxStates / kRowsPerChunk]()) {}
+    : grammar_(std::move(grammar)), chunks_(new std::atomic<Chunk*>[kMaxStates / kRowsPerChunk]()) {}
 Automaton::~Automaton() = default;
 
 Result<int32_t> Automaton::node(int32_t position, int32_t below) {
   const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(position)) << 32) | static_cast<uint32_t>(below);
-  const auto [it, inserted] = node_ids_.emplace(key, static_cast<int32_t>(nodes_.size()));
-  if (inserted) {
-    if (nodes_.size() >= kMaxNodes) {
-      node_ids_.erase(it);
-      return OG_ERROR("grammar: the parser needs more than ", kMaxNodes, " stack frames (nesting too deep)");
-    }
-    nodes_.push_back(Node{position, below});
+  if (const int32_t* id = node_ids_.find(key)) return *id;
+  if (nodes_.size() >= kMaxNodes) {
+    return OG_ERROR("grammar: the parser needs more than ", kMaxNodes, " stack frames (nesting too deep)");
   }
-  return it->second;
+  const auto id = static_cast<int32_t>(nodes_.size());
+  node_ids_.try_emplace(key, id);
+  nodes_.push_back(Node{position, below});
+  return id;
 }
 
 Automaton& Automaton::lexer() {
@@ -43,7 +42,7 @@ Status Automaton::close(int32_t position, int32_t below, int32_t guard, std::vec
   const std::vector<int32_t>& code = grammar_->code;
   std::vector<std::pair<int32_t, int32_t>>& work = work_;
   if (guard != seen_guard_) {  // what was expanded under another guard gave other configurations
-    seen_.clear();
+    start_closures();
     seen_guard_ = guard;
   }
   work.assign(1, {position, below});
@@ -51,7 +50,9 @@ Status Automaton::close(int32_t position, int32_t below, int32_t guard, std::vec
     auto [pos, stack] = work.back();
     work.pop_back();
     const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(pos)) << 32) | static_cast<uint32_t>(stack);
-    if (!seen_.insert(key).second) continue;
+    const auto [expanded, first] = seen_.try_emplace(key, seen_epoch_);
+    if (!first && *expanded == seen_epoch_) continue;
+    *expanded = seen_epoch_;
     const int32_t c = code[static_cast<size_t>(pos)];
     if (c == Grammar::kEnd) {
       if (stack < 0) {
@@ -96,17 +97,49 @@ Result<int32_t> Automaton::intern(std::vector<uint64_t> configs, bool accepting)
   }
   const auto id = static_cast<int32_t>(states_.size());
   ids.emplace(configs, id);
-  states_.push_back(State{std::move(configs), accepting});
+  states_.push_back(State{std::move(configs)});
   if (static_cast<size_t>(id) % kRowsPerChunk == 0) {
-    auto chunk = std::make_unique<Row[]>(kRowsPerChunk);
-    for (size_t r = 0; r < kRowsPerChunk; ++r) {
-      for (std::atomic<int32_t>& entry : chunk[r]) entry.store(kUnknown, std::memory_order_relaxed);
+    auto chunk = std::make_unique<Chunk>();
+    for (Row& row : chunk->rows) {
+      for (std::atomic<int32_t>& entry : row) entry.store(kUnknown, std::memory_order_relaxed);
     }
     // Released: a reader that finds the chunk finds its rows filled.
-    row_chunks_[static_cast<size_t>(id) / kRowsPerChunk].store(chunk.get(), std::memory_order_release);
-    owned_rows_.push_back(std::move(chunk));
+    chunks_[static_cast<size_t>(id) / kRowsPerChunk].store(chunk.get(), std::memory_order_release);
+    owned_chunks_.push_back(std::move(chunk));
   }
+  owned_chunks_.back()->accepting[static_cast<size_t>(id) % kRowsPerChunk] = accepting;
+  mark_dead_bytes(id);
   return id;
+}
+
+// Most bytes lead nowhere from a state (nine in ten successors asked for in a JSON schema's
+// mask walks): those no configuration's class takes are dead, written into the row before the
+// state is known to any reader, so compute_next runs for the live ones only.
+void Automaton::mark_dead_bytes(int32_t state) {
+  ByteSet live;
+  for (const uint64_t packed : states_[static_cast<size_t>(state)].configs) {
+    const Config c = unpack(packed);
+    if (c.lex >= 0) {
+      if (!lexer_->first_bytes(c.lex, live)) return;
+      continue;
+    }
+    const int32_t code = grammar_->code[static_cast<size_t>(nodes_[static_cast<size_t>(c.node)].position)];
+    if (!Grammar::is_token(code)) live |= grammar_->classes[static_cast<size_t>(code)];
+  }
+  Row& row = row_at(state);
+  for (size_t b = 0; b < 256; ++b) {
+    if (!live.test(b)) row[b].store(kDead, std::memory_order_relaxed);
+  }
+}
+
+bool Automaton::first_bytes(int32_t state, ByteSet& bytes) const {
+  for (const uint64_t packed : states_[static_cast<size_t>(state)].configs) {
+    const Config c = unpack(packed);
+    const int32_t code = grammar_->code[static_cast<size_t>(nodes_[static_cast<size_t>(c.node)].position)];
+    if (c.lex >= 0 || !is_class(code)) return false;
+    bytes |= grammar_->classes[static_cast<size_t>(code)];
+  }
+  return true;
 }
 
 Result<int32_t> Automaton::intern_guard(std::vector<int32_t> lexer_states) {
@@ -223,8 +256,7 @@ Result<int32_t> Automaton::whole_character_step(int32_t state, ByteSet& stays) {
   // without the state halfway through a character that é's bytes would make.
   std::vector<uint64_t> configs;
   bool accepting = false;
-  seen_.clear();
-  seen_guard_ = 0;
+  start_closures();
   if (below < 0) {
     accepting = true;
   } else {
@@ -397,8 +429,7 @@ Result<int32_t> Automaton::start_at(int32_t position) {
   if (auto it = starts_.find(position); it != starts_.end()) return it->second;
   std::vector<uint64_t> configs;
   bool accepting = false;
-  seen_.clear();
-  seen_guard_ = 0;
+  start_closures();
   OG_RETURN_IF_ERROR(close(position, -1, 0, configs, accepting));
   OG_ASSIGN_OR_RETURN(const int32_t start, intern(std::move(configs), accepting));
   starts_.emplace(position, start);
@@ -410,8 +441,7 @@ Result<int32_t> Automaton::compute_next(int32_t state, uint8_t byte) {
   bool accepting = false;
   // Copied: close() may add states' nodes, and intern() grows states_.
   const std::vector<uint64_t> from = states_[static_cast<size_t>(state)].configs;
-  seen_.clear();  // shared by the closures of all stacks: each (position, below) expands once
-  seen_guard_ = 0;
+  start_closures();  // shared by the closures of all stacks: each (position, below) expands once
   for (const uint64_t packed : from) {
     const Config c = unpack(packed);
     OG_ASSIGN_OR_RETURN(const int32_t guard, advance_guard(c.guard, byte));
@@ -447,8 +477,7 @@ Result<int32_t> Automaton::next_token(int32_t state, int32_t id) {
   std::vector<uint64_t> configs;
   bool accepting = false;
   const std::vector<uint64_t> from = states_[static_cast<size_t>(state)].configs;  // intern() grows states_
-  seen_.clear();
-  seen_guard_ = 0;
+  start_closures();
   for (const uint64_t packed : from) {
     const Config c = unpack(packed);
     if (c.lex >= 0) continue;  // a token is no part of a lexeme's text

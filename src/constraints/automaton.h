@@ -20,11 +20,11 @@
 // next_token() steps by one, kept in a map rather than in the byte rows, so grammars without
 // them pay nothing on the byte path.
 //
-// Every call but row() and known_next() must be serialized by the owner (CompiledState's
-// mutex): they compute and add states. Those two read the transition table, which any thread
-// may do meanwhile: rows never move once made (chunks of rows behind a fixed directory) and
-// their entries are atomic, a successor published only after its own row exists, so a mask
-// walk over known states takes no lock.
+// Every call but row(), known_next() and accepting() must be serialized by the owner
+// (CompiledState's mutex): they compute and add states. Those three read the transition table,
+// which any thread may do meanwhile: rows never move once made (chunks of rows behind a fixed
+// directory, each row with its state's accepting flag) and their entries are atomic, a successor
+// published only after its own row exists, so a mask walk over known states takes no lock.
 #pragma once
 
 #include <array>
@@ -33,9 +33,9 @@
 #include <memory>
 #include <string_view>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
+#include "constraints/flat_map.h"
 #include "constraints/grammar.h"
 
 namespace onnx_genai::constraints {
@@ -100,7 +100,11 @@ class Automaton {
   // Whether `text`, read from the start, is a whole sentence.
   Result<bool> accepts(std::string_view text);
   // Whether the text so far is a whole sentence.
-  bool accepting(int32_t state) const { return state != kDead && states_[static_cast<size_t>(state)].accepting; }
+  bool accepting(int32_t state) const {
+    if (state == kDead) return false;
+    const auto s = static_cast<size_t>(state);
+    return chunks_[s / kRowsPerChunk].load(std::memory_order_acquire)->accepting[s % kRowsPerChunk];
+  }
   // Whether some byte or token continues the text (a state may accept and still be extensible).
   bool extensible(int32_t state) const { return state != kDead && !states_[static_cast<size_t>(state)].configs.empty(); }
   size_t state_count() const { return states_.size(); }
@@ -119,7 +123,6 @@ class Automaton {
   };
   struct State {
     std::vector<uint64_t> configs;  // sorted packed configurations
-    bool accepting = false;
   };
   struct VectorHash {
     template <typename T>
@@ -146,6 +149,10 @@ class Automaton {
   // configurations (under `guard`) to `out`.
   Status close(int32_t position, int32_t below, int32_t guard, std::vector<uint64_t>& out, bool& accepting);
   Result<int32_t> intern(std::vector<uint64_t> configs, bool accepting);
+  void mark_dead_bytes(int32_t state);
+  // Adds to `bytes` those some configuration of `state` takes first; false when that depends on
+  // more than byte classes (a lexeme or a token on top).
+  bool first_bytes(int32_t state, ByteSet& bytes) const;
   // The guard after `byte`: kViolated when a guarded lexeme would match longer.
   Result<int32_t> advance_guard(int32_t guard, uint8_t byte);
   Result<int32_t> intern_guard(std::vector<int32_t> lexer_states);
@@ -161,24 +168,36 @@ class Automaton {
 
   std::shared_ptr<const Grammar> grammar_;
   std::vector<Node> nodes_;
-  std::unordered_map<uint64_t, int32_t> node_ids_;
+  FlatMap64 node_ids_;
   std::vector<State> states_;
   std::unordered_map<std::vector<uint64_t>, int32_t, VectorHash> state_ids_[2];  // by accepting
   // state -> byte -> state, kDead or kUnknown: rows in chunks (64 KiB each, every entry
   // kUnknown until computed), found through a directory sized for kMaxStates, so that adding a
-  // state neither moves nor copies a row another thread may be reading.
+  // state neither moves nor copies a row another thread may be reading. Beside each row, its
+  // state's accepting flag, written before the state's number is handed out.
   static constexpr size_t kRowsPerChunk = 64;
-  std::unique_ptr<std::atomic<Row*>[]> row_chunks_;
+  struct Chunk {
+    std::array<Row, kRowsPerChunk> rows;
+    std::array<bool, kRowsPerChunk> accepting{};
+  };
+  std::unique_ptr<std::atomic<Chunk*>[]> chunks_;
   Row& row_at(int32_t state) const {
     const auto s = static_cast<size_t>(state);
-    return row_chunks_[s / kRowsPerChunk].load(std::memory_order_acquire)[s % kRowsPerChunk];
+    return chunks_[s / kRowsPerChunk].load(std::memory_order_acquire)->rows[s % kRowsPerChunk];
   }
-  std::vector<std::unique_ptr<Row[]>> owned_rows_;
+  std::vector<std::unique_ptr<Chunk>> owned_chunks_;
   // Scratch of close(), kept to save allocations: frames to expand, and those expanded (under
-  // seen_guard_).
+  // seen_guard_): a frame is expanded when seen_ holds it with the current epoch, so that
+  // forgetting them all is one increment.
   std::vector<std::pair<int32_t, int32_t>> work_;
-  std::unordered_set<uint64_t> seen_;
+  FlatMap64 seen_;
+  int32_t seen_epoch_ = 0;
   int32_t seen_guard_ = 0;
+  // Closures from here on share seen_ (guard 0).
+  void start_closures() {
+    ++seen_epoch_;
+    seen_guard_ = 0;
+  }
   std::unordered_map<int32_t, int32_t> starts_;  // start position -> state
   // The lexemes' automaton (created on first use), and the guards: sorted sets of its states,
   // guard 0 the empty set, each with its successors by byte (kUnknown until computed).

@@ -19,9 +19,6 @@
 namespace onnx_genai::constraints {
 
 struct CompiledState {
-  // Masks kept at most (19 KiB each at a 152k vocabulary); past it the cache starts over.
-  static constexpr size_t kMaxCachedMasks = 2048;
-
   explicit CompiledState(std::shared_ptr<const Grammar> grammar) : automaton(std::move(grammar)) {}
 
   // The successor of `state` by `byte`: without the lock when known, else computed under it.
@@ -37,19 +34,24 @@ struct CompiledState {
     std::once_flag once;
     Status status = Status::ok();
     std::vector<uint64_t> words;
+    bool asked = false;  // again, since the cache was last full (under masks_mutex)
   };
   Result<std::shared_ptr<const Mask>> mask(int32_t state, const TokenTrie& trie);
+  void drop_unasked_masks();  // under masks_mutex
 
-  std::mutex mutex;  // taken by every Automaton call but known_next / row
+  std::mutex mutex;  // taken by every Automaton call but known_next / row / accepting
   Automaton automaton;
   std::mutex masks_mutex;
+  // Masks kept at most (19 KiB each at a 152k vocabulary; tests set fewer); past it, those not
+  // asked for again since the cache was last full are dropped.
+  size_t max_cached_masks = 2048;
   std::unordered_map<int32_t, std::shared_ptr<Mask>> masks;
 };
 
 // The tokens whose bytes the automaton accepts from `state` (stop tokens not included), by one
 // preorder pass over the trie that skips every subtree whose first byte is refused; the tokens
 // the grammar names by whether the state takes them, not by their bytes. Takes `shared.mutex`
-// only where it computes.
+// once per round of successors it must compute (those met in one pass).
 Status walk_token_trie(CompiledState& shared, const TokenTrie& trie, int32_t state, std::vector<uint64_t>& mask);
 
 }  // namespace onnx_genai::constraints

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstring>
 #include <optional>
+#include <span>
 
 #include "constraints/compiled_state.h"
 #include "constraints/json_schema.h"
@@ -27,67 +28,167 @@ std::bitset<128> ascii(const ByteSet& bytes) {
   return out;
 }
 
-// Adds to `mask` the tokens of `trie` whose bytes the automaton accepts from `state`, skipping
-// the subtrees `skip` marks (a bit per node; those tokens are decided already).
-Status walk(CompiledState& shared, const TokenTrie& trie, int32_t state, const std::vector<uint64_t>* skip,
-            std::vector<uint64_t>& mask) {
-  const Automaton& automaton = shared.automaton;
-  const std::vector<TokenTrie::Node>& nodes = trie.nodes();
-  const std::vector<int32_t>& tokens = trie.node_tokens();
-  // states[d] is the state after the first d bytes of the current trie path, rows[d] its
-  // successor row (one load per trie node on the fast path).
-  std::vector<int32_t> states(trie.max_depth() + 1);
-  std::vector<const Automaton::Row*> rows(trie.max_depth() + 1);
-  states[0] = state;
-  rows[0] = &automaton.row(state);
-  for (size_t i = 0; i < nodes.size();) {
-    const TokenTrie::Node& n = nodes[i];
-    if (skip != nullptr && ((*skip)[i >> 6] >> (i & 63)) & 1) {
-      i = static_cast<size_t>(n.subtree_end);
-      continue;
-    }
-    int32_t next = (*rows[n.depth - 1u])[n.byte].load(std::memory_order_acquire);
-    if (next == Automaton::kUnknown) {
-      OG_ASSIGN_OR_RETURN(next, shared.next(states[n.depth - 1u], n.byte));
-    }
-    if (next == Automaton::kDead) {
-      i = static_cast<size_t>(n.subtree_end);
-      continue;
-    }
-    states[n.depth] = next;
-    rows[n.depth] = &automaton.row(next);
-    for (int32_t k = n.first_token; k < n.first_token + n.token_count; ++k) {
-      const auto id = static_cast<uint32_t>(tokens[static_cast<size_t>(k)]);
-      mask[id >> 6] |= uint64_t{1} << (id & 63);
-    }
-    ++i;
+// A successor no thread has computed yet, met by a mask's walk at `resume` (a trie node, or a
+// group of leaving tokens). The walk leaves it and goes on, then computes all it met under one
+// hold of the constraint's lock and resumes there: threads computing new masks at once then
+// wait for each other once a round, not once a successor (with a lock per successor, 8 threads
+// took longer over a batch's 64 masks than one thread did).
+struct Unknown {
+  int32_t state;
+  uint8_t byte;
+  size_t resume;
+};
+
+Status compute_unknowns(CompiledState& shared, std::span<const Unknown> unknowns, std::vector<int32_t>& next) {
+  next.resize(unknowns.size());
+  if (unknowns.empty()) return Status::ok();
+  std::lock_guard lock(shared.mutex);
+  for (size_t k = 0; k < unknowns.size(); ++k) {
+    OG_ASSIGN_OR_RETURN(next[k], shared.automaton.next(unknowns[k].state, unknowns[k].byte));
   }
   return Status::ok();
 }
 
-// Adds to `mask` the tokens that leave `run` (TokenTrie::Leaving) and go on: each rest is walked
+void add_token(int32_t id, std::vector<uint64_t>& mask) { mask[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63); }
+
+// Adds to `mask` the tokens of `trie` whose bytes the automaton accepts, over known successors,
+// skipping the subtrees `skip` marks (a bit per node; those tokens are decided already).
+class TrieWalk {
+ public:
+  TrieWalk(const Automaton& automaton, const TokenTrie& trie, const std::vector<uint64_t>* skip, std::vector<uint64_t>& mask)
+      : automaton_(automaton), trie_(trie), skip_(skip), mask_(mask), states_(trie.max_depth() + 1), rows_(trie.max_depth() + 1) {}
+
+  // Nodes [begin, end), below a node of depth `depth` reached in `state`; each node whose
+  // successor is unknown goes to `unknown` and its subtree waits.
+  void run(size_t begin, size_t end, size_t depth, int32_t state, std::vector<Unknown>& unknown) {
+    const std::vector<TokenTrie::Node>& nodes = trie_.nodes();
+    // states_[d] is the state after the first d bytes of the current trie path, rows_[d] its
+    // successor row (one load per trie node).
+    states_[depth] = state;
+    rows_[depth] = &automaton_.row(state);
+    for (size_t i = begin; i < end;) {
+      const TokenTrie::Node& n = nodes[i];
+      if (skip_ != nullptr && ((*skip_)[i >> 6] >> (i & 63)) & 1) {
+        i = static_cast<size_t>(n.subtree_end);
+        continue;
+      }
+      const int32_t next = (*rows_[n.depth - 1u])[n.byte].load(std::memory_order_acquire);
+      if (next == Automaton::kUnknown) unknown.push_back(Unknown{states_[n.depth - 1u], n.byte, i});
+      if (next == Automaton::kUnknown || next == Automaton::kDead) {
+        i = static_cast<size_t>(n.subtree_end);
+        continue;
+      }
+      states_[n.depth] = next;
+      rows_[n.depth] = &automaton_.row(next);
+      add_tokens(n);
+      ++i;
+    }
+  }
+  // Node `at`, whose successor turned out to be `state`, and its subtree.
+  void resume(size_t at, int32_t state, std::vector<Unknown>& unknown) {
+    if (state == Automaton::kDead) return;
+    const TokenTrie::Node& n = trie_.nodes()[at];
+    add_tokens(n);
+    run(at + 1, static_cast<size_t>(n.subtree_end), n.depth, state, unknown);
+  }
+
+ private:
+  void add_tokens(const TokenTrie::Node& n) {
+    for (int32_t k = n.first_token; k < n.first_token + n.token_count; ++k) add_token(trie_.node_tokens()[static_cast<size_t>(k)], mask_);
+  }
+  const Automaton& automaton_;
+  const TokenTrie& trie_;
+  const std::vector<uint64_t>* skip_;
+  std::vector<uint64_t>& mask_;
+  std::vector<int32_t> states_;
+  std::vector<const Automaton::Row*> rows_;
+};
+
+Status walk(CompiledState& shared, const TokenTrie& trie, int32_t state, const std::vector<uint64_t>* skip,
+            std::vector<uint64_t>& mask) {
+  TrieWalk walk(shared.automaton, trie, skip, mask);
+  std::vector<Unknown> unknown, met;
+  std::vector<int32_t> next;
+  walk.run(0, trie.nodes().size(), 0, state, unknown);
+  while (!unknown.empty()) {
+    met.swap(unknown);
+    unknown.clear();
+    OG_RETURN_IF_ERROR(compute_unknowns(shared, met, next));
+    for (size_t k = 0; k < met.size(); ++k) walk.resume(met[k].resume, next[k], unknown);
+  }
+  return Status::ok();
+}
+
+// A token's bytes after its first one past a string run, read from the state that first byte
+// leads to; `state` ends kDead when the automaton refuses them.
+struct Rest {
+  int32_t state;
+  std::string_view bytes;
+  size_t taken = 1;  // bytes read (the first is the exit from the run)
+};
+
+// Reads every rest to its end, computing the unknown successors met in rounds.
+Status read_rests(CompiledState& shared, std::vector<Rest>& rests) {
+  const Automaton& automaton = shared.automaton;
+  std::vector<size_t> reading(rests.size());
+  for (size_t r = 0; r < rests.size(); ++r) reading[r] = r;
+  std::vector<Unknown> unknown;
+  std::vector<int32_t> next;
+  while (!reading.empty()) {
+    unknown.clear();
+    for (const size_t r : reading) {
+      Rest& rest = rests[r];
+      for (; rest.state != Automaton::kDead && rest.taken < rest.bytes.size(); ++rest.taken) {
+        const auto byte = static_cast<uint8_t>(rest.bytes[rest.taken]);
+        const int32_t after = automaton.known_next(rest.state, byte);
+        if (after == Automaton::kUnknown) {
+          unknown.push_back(Unknown{rest.state, byte, r});
+          break;
+        }
+        rest.state = after;
+      }
+    }
+    OG_RETURN_IF_ERROR(compute_unknowns(shared, unknown, next));
+    reading.clear();
+    for (size_t k = 0; k < unknown.size(); ++k) {
+      Rest& rest = rests[unknown[k].resume];
+      rest.state = next[k];
+      ++rest.taken;
+      reading.push_back(unknown[k].resume);
+    }
+  }
+  return Status::ok();
+}
+
+// Adds to `mask` the tokens that leave `run` (TokenTrie::Leaving) and go on: each rest is read
 // from the run's state at its cut, once for neighbours with the same rest and the same state
 // after its first byte (past a string's minimum length, a closing quote leads one way).
 Status add_leaving(CompiledState& shared, const TokenTrie& trie, const Automaton::StringRun& run,
                    const std::vector<TokenTrie::Leaving>& leaving, std::vector<uint64_t>& mask) {
-  std::string_view last_rest;
-  int32_t last_exit = Automaton::kUnknown;
-  bool last_alive = false;
-  for (const TokenTrie::Leaving& t : leaving) {
+  // The state after each token's first byte past the run (its exit).
+  std::vector<int32_t> exits(leaving.size(), Automaton::kDead);
+  std::vector<Unknown> unknown;
+  std::vector<int32_t> next;
+  for (size_t k = 0; k < leaving.size(); ++k) {
+    const TokenTrie::Leaving& t = leaving[k];
     if (run.chars >= 0 && t.chars > run.chars) continue;
-    OG_ASSIGN_OR_RETURN(const int32_t exit, shared.next(run.after(t.chars), t.exit));
-    if (exit == Automaton::kDead) continue;
-    const std::string_view rest = std::string_view(trie.bytes(t.id)).substr(t.prefix);
-    if (exit != last_exit || rest != last_rest) {
-      int32_t state = exit;
-      for (size_t k = 1; k < rest.size() && state != Automaton::kDead; ++k) {
-        OG_ASSIGN_OR_RETURN(state, shared.next(state, static_cast<uint8_t>(rest[k])));
-      }
-      last_rest = rest;
-      last_exit = exit;
-      last_alive = state != Automaton::kDead;
-    }
-    if (last_alive) mask[static_cast<size_t>(t.id) >> 6] |= uint64_t{1} << (t.id & 63);
+    const int32_t from = run.after(t.chars);
+    exits[k] = shared.automaton.known_next(from, t.exit);
+    if (exits[k] == Automaton::kUnknown) unknown.push_back(Unknown{from, t.exit, k});
+  }
+  OG_RETURN_IF_ERROR(compute_unknowns(shared, unknown, next));
+  for (size_t k = 0; k < unknown.size(); ++k) exits[unknown[k].resume] = next[k];
+  std::vector<Rest> rests;
+  std::vector<int32_t> rest_of(leaving.size(), -1);
+  for (size_t k = 0; k < leaving.size(); ++k) {
+    if (exits[k] == Automaton::kDead) continue;
+    const std::string_view bytes = std::string_view(trie.bytes(leaving[k].id)).substr(leaving[k].prefix);
+    if (rests.empty() || rests.back().state != exits[k] || rests.back().bytes != bytes) rests.push_back(Rest{exits[k], bytes});
+    rest_of[k] = static_cast<int32_t>(rests.size()) - 1;
+  }
+  OG_RETURN_IF_ERROR(read_rests(shared, rests));
+  for (size_t k = 0; k < leaving.size(); ++k) {
+    if (rest_of[k] >= 0 && rests[static_cast<size_t>(rest_of[k])].state != Automaton::kDead) add_token(leaving[k].id, mask);
   }
   return Status::ok();
 }
@@ -127,14 +228,24 @@ Status walk_token_trie(CompiledState& shared, const TokenTrie& trie, int32_t sta
   return Status::ok();
 }
 
+// A second chance: the masks asked for again since the cache was last full stay, unless they
+// are most of it (then the scans would come too often). Entries in use live on with their holders.
+void CompiledState::drop_unasked_masks() {
+  std::erase_if(masks, [](const auto& entry) { return !entry.second->asked; });
+  if (masks.size() > max_cached_masks * 3 / 4) masks.clear();
+  for (auto& [state, entry] : masks) entry->asked = false;
+}
+
 Result<std::shared_ptr<const CompiledState::Mask>> CompiledState::mask(int32_t state, const TokenTrie& trie) {
   std::shared_ptr<Mask> entry;
   {
     std::lock_guard lock(masks_mutex);
     auto it = masks.find(state);
     if (it == masks.end()) {
-      if (masks.size() >= kMaxCachedMasks) masks.clear();  // entries in use live on with their holders
+      if (masks.size() >= max_cached_masks) drop_unasked_masks();
       it = masks.emplace(state, std::make_shared<Mask>()).first;
+    } else {
+      it->second->asked = true;
     }
     entry = it->second;
   }
@@ -294,9 +405,7 @@ Status ConstraintMatcher::accept_bytes(std::string_view bytes) {
 }
 
 bool ConstraintMatcher::is_complete() const {
-  CompiledState& shared = compiled_->state();
-  std::lock_guard lock(shared.mutex);
-  return shared.automaton.accepting(history_.back().state);
+  return compiled_->state().automaton.accepting(history_.back().state);  // no lock: see Automaton
 }
 
 Result<std::string> ConstraintMatcher::forced_bytes(size_t most) const {

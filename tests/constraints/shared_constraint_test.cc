@@ -1,12 +1,14 @@
 // One compiled constraint shared by many sequences at once (a server's requests with one schema):
-// threads that learn new states side by side get the masks a constraint of their own gives, and
-// the cache hands repeated specs the same compiled constraint.
+// threads that learn new states side by side get the masks a constraint of their own gives (also
+// when its mask cache is full and drops masks), and the cache hands repeated specs the same
+// compiled constraint.
 #include <gtest/gtest.h>
 
 #include <random>
 #include <thread>
 
 #include "constraint_test_util.h"
+#include "constraints/compiled_state.h"
 
 namespace onnx_genai::testing {
 namespace {
@@ -55,20 +57,19 @@ Walk random_walk(const std::shared_ptr<CompiledConstraint>& compiled, int32_t eo
   return walk;
 }
 
-TEST(SharedConstraint, ThreadsLearningStatesTogetherGetTheMasksOfTheirOwnConstraint) {
+// `threads` random walks at once over `shared`, each then replayed through a constraint of its
+// own: every mask must be the one it gives.
+void expect_walks_get_their_own_masks(const std::shared_ptr<CompiledConstraint>& shared, const ConstraintSpec& spec,
+                                      int threads, int steps) {
   const TestVocabulary& v = test_vocabulary("qwen3");
-  const ConstraintSpec spec{ConstraintKind::kJsonSchema, kSchema};
-  auto shared = CompiledConstraint::compile(spec, v.vocabulary);
-  ASSERT_TRUE(shared.is_ok()) << shared.status().message();
-  constexpr int kThreads = 8;
-  std::vector<Walk> walks(kThreads);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] { walks[static_cast<size_t>(t)] = random_walk(*shared, v.eos, 100 + static_cast<uint64_t>(t), 60); });
+  std::vector<Walk> walks(static_cast<size_t>(threads));
+  std::vector<std::thread> running;
+  for (int t = 0; t < threads; ++t) {
+    running.emplace_back([&, t] { walks[static_cast<size_t>(t)] = random_walk(shared, v.eos, 100 + static_cast<uint64_t>(t), steps); });
   }
-  for (std::thread& t : threads) t.join();
-  size_t steps = 0;
-  for (int t = 0; t < kThreads; ++t) {
+  for (std::thread& t : running) t.join();
+  size_t masks = 0;
+  for (int t = 0; t < threads; ++t) {
     const Walk& walk = walks[static_cast<size_t>(t)];
     ASSERT_TRUE(walk.error.empty()) << "thread " << t << ": " << walk.error;
     // The same tokens through a constraint nobody else touched, one thread.
@@ -83,9 +84,27 @@ TEST(SharedConstraint, ThreadsLearningStatesTogetherGetTheMasksOfTheirOwnConstra
         ASSERT_TRUE(matcher.accept_token(walk.tokens[k]).is_ok());
       }
     }
-    steps += walk.masks.size();
+    masks += walk.masks.size();
   }
-  EXPECT_GT(steps, static_cast<size_t>(kThreads) * 20) << "the walks stopped early; they test little";
+  EXPECT_GT(masks, static_cast<size_t>(threads) * static_cast<size_t>(steps) / 3) << "the walks stopped early; they test little";
+}
+
+TEST(SharedConstraint, ThreadsLearningStatesTogetherGetTheMasksOfTheirOwnConstraint) {
+  const ConstraintSpec spec{ConstraintKind::kJsonSchema, kSchema};
+  auto shared = CompiledConstraint::compile(spec, test_vocabulary("qwen3").vocabulary);
+  ASSERT_TRUE(shared.is_ok()) << shared.status().message();
+  expect_walks_get_their_own_masks(*shared, spec, 8, 60);
+}
+
+TEST(SharedConstraint, MasksDroppedFromAFullCacheComeBackTheSame) {
+  const ConstraintSpec spec{ConstraintKind::kJsonSchema, kSchema};
+  auto shared = CompiledConstraint::compile(spec, test_vocabulary("qwen3").vocabulary);
+  ASSERT_TRUE(shared.is_ok()) << shared.status().message();
+  constraints::CompiledState& state = (*shared)->state();
+  state.max_cached_masks = 8;  // the walks meet far more states: masks are dropped and recomputed
+  expect_walks_get_their_own_masks(*shared, spec, 4, 60);
+  EXPECT_LE(state.masks.size(), state.max_cached_masks);
+  EXPECT_GT(state.automaton.state_count(), 4 * state.max_cached_masks) << "too few states met to fill the cache";
 }
 
 TEST(ConstraintCache, RepeatedSpecsShareOneCompiledConstraint) {
