@@ -180,10 +180,14 @@ Status add_leaving(CompiledState& shared, const TokenTrie& trie, const Automaton
   for (size_t k = 0; k < unknown.size(); ++k) exits[unknown[k].resume] = next[k];
   std::vector<Rest> rests;
   std::vector<int32_t> rest_of(leaving.size(), -1);
+  int32_t last_rest = -1, last_exit = Automaton::kDead;
   for (size_t k = 0; k < leaving.size(); ++k) {
     if (exits[k] == Automaton::kDead) continue;
-    const std::string_view bytes = std::string_view(trie.bytes(leaving[k].id)).substr(leaving[k].prefix);
-    if (rests.empty() || rests.back().state != exits[k] || rests.back().bytes != bytes) rests.push_back(Rest{exits[k], bytes});
+    if (leaving[k].rest != last_rest || exits[k] != last_exit) {
+      rests.push_back(Rest{exits[k], std::string_view(trie.bytes(leaving[k].id)).substr(leaving[k].prefix)});
+      last_rest = leaving[k].rest;
+      last_exit = exits[k];
+    }
     rest_of[k] = static_cast<int32_t>(rests.size()) - 1;
   }
   OG_RETURN_IF_ERROR(read_rests(shared, rests));

@@ -125,6 +125,10 @@ TokenTrie::Inside TokenTrie::build_inside(const std::bitset<128>& stays, bool un
   std::sort(in.leaving.begin(), in.leaving.end(), [&](const Leaving& a, const Leaving& b) {
     return std::make_tuple(rest(a), a.chars, a.id) < std::make_tuple(rest(b), b.chars, b.id);
   });
+  for (size_t k = 1; k < in.leaving.size(); ++k) {
+    const bool same = rest(in.leaving[k]) == rest(in.leaving[k - 1]);
+    in.leaving[k].rest = same ? in.leaving[k - 1].rest : static_cast<int32_t>(k);
+  }
   return in;
 }
 

@@ -57,6 +57,7 @@ class TokenTrie {
     int32_t chars;
     uint16_t prefix;
     uint8_t exit;
+    int32_t rest = 0;  // the same for tokens with equal rests: the list index of the first
   };
   // Inside a string (Automaton::string_run): the tokens spelled with the ASCII bytes `stays` and
   // (when `unicode`) whole UTF-8 characters beyond ASCII (the last may be cut), of at most
