@@ -104,7 +104,7 @@ if len(layers) == 2:
                 per_layer = (s_hi - s_lo) / (hi - lo)
                 out.append((1 / (s_lo + (48 - lo) * per_layer), per_layer * 1e3))
             (o, ol), (m, ml) = out
-            print(f"  {t} thread(s) {what}: ours {o:.2f} tok/s ({ol:.3f} ms a layer per token), "
+            print(f"- {t} thread(s) {what}: ours {o:.2f} tok/s ({ol:.3f} ms a layer per token), "
                   f"llama.cpp {m:.2f} tok/s ({ml:.3f} ms), ratio {o / m:.2f}")
 EOF
 rm -f "$results"
