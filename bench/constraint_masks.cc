@@ -231,7 +231,13 @@ int main(int argc, char** argv) {
   std::printf("vocabulary %d tokens prepared in %.1f ms (token trie of %zu nodes)\n", vocab_size,
               micros(t0, Clock::now()) / 1e3, (*vocab)->trie_nodes());
   std::ifstream corpus_file(argv[2]);
-  const nlohmann::json corpus = nlohmann::json::parse(corpus_file);
+  const nlohmann::json corpus = nlohmann::json::parse(corpus_file, nullptr, /*allow_exceptions=*/false);
+  if (!corpus.is_array() || std::any_of(corpus.begin(), corpus.end(), [](const nlohmann::json& e) {
+        return !e.is_object() || !e.contains("name") || !e["name"].is_string() || !(e.contains("schema") || e.contains("lark"));
+      })) {
+    std::fprintf(stderr, "constraint_bench: %s is not a JSON list of {\"name\", \"schema\" or \"lark\"} entries\n", argv[2]);
+    return 1;
+  }
   std::mt19937_64 rng(seed);
   if (batch > 0) {
     onnx_genai::ThreadPool pool(threads);

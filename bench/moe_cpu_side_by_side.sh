@@ -20,8 +20,14 @@
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+if (($# < 2)); then
+  echo "usage: $0 LLAMA_BENCH LLAMACPP_SRC [--layers \"1 2\"] [--threads \"1 2\"] [--rounds N] [--prompt-len P] [--gen-len G] [--build DIR] [--models DIR]" >&2
+  exit 2
+fi
 llama_bench=$1 llama_src=$2
 shift 2
+[[ -x $llama_bench ]] || { echo "$0: $llama_bench is not an executable llama-bench" >&2; exit 2; }
+[[ -f $llama_src/models/ggml-vocab-qwen2.gguf ]] || { echo "$0: $llama_src has no models/ggml-vocab-qwen2.gguf (not a llama.cpp clone?)" >&2; exit 2; }
 layers="1 2" threads="1 2" rounds=3 prompt_len=128 gen_len=64 build=$repo/build models=/tmp/og-moe-bench
 while (($#)); do
   case $1 in
