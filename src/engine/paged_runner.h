@@ -86,8 +86,8 @@ class PagedRunner {
   // CUDA graph replays instead of being recorded again when steps alternate between buckets.
   struct BucketIo {
     std::vector<Tensor> inputs, outputs;
-    // The token masks' storage, a row per logit row: steps with m masks feed its first M rows
-    // (M the power of two from m, at most the rows), so one plan serves each M.
+    // The token masks' storage, a row per logit row: a masked step feeds every row (rows of
+    // unmasked draws unread), so each bucket has one masked plan.
     Tensor masks;
   };
   // One rank's decoder (the whole decoder without tensor parallelism).
