@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Random-weight GGUF of a Qwen3-MoE decoder (llama.cpp arch qwen3moe), for timing llama.cpp next to
-onnx-genai on the same shape (bench/moe_cpu_side_by_side.sh builds ours with tools/build_model.py).
+onnx-genai on the same shape (bench/moe_side_by_side.sh builds ours with tools/build_model.py).
 
 usage: PYTHONPATH=$LLAMACPP_SRC/gguf-py /usr/bin/python3 bench/llamacpp_moe_gguf.py OUT.gguf
            [--layers 4] [--hidden 2048] [--heads 32] [--kv-heads 4] [--head-dim 128]
