@@ -483,7 +483,7 @@ Result<int32_t> Automaton::next_token(int32_t state, int32_t id) {
     if (c.lex >= 0) continue;  // a token is no part of a lexeme's text
     const Node n = nodes_[static_cast<size_t>(c.node)];
     const int32_t code = grammar_->code[static_cast<size_t>(n.position)];
-    if (!Grammar::is_token(code) || grammar_->tokens[static_cast<size_t>(code - Grammar::kTokenBase)].id != id) continue;
+    if (!Grammar::is_token(code) || !grammar_->tokens[static_cast<size_t>(code - Grammar::kTokenBase)].contains(id)) continue;
     // No byte follows a lexeme that the token ends, so its longest match is settled: no guard.
     OG_RETURN_IF_ERROR(close(n.position + 1, n.below, 0, configs, accepting));
   }
@@ -492,16 +492,25 @@ Result<int32_t> Automaton::next_token(int32_t state, int32_t id) {
   return next;
 }
 
-std::vector<int32_t> Automaton::tokens_at(int32_t state) const {
-  std::vector<int32_t> ids;
-  if (state == kDead || grammar_->tokens.empty()) return ids;
+std::vector<int32_t> Automaton::token_symbols_at(int32_t state) const {
+  std::vector<int32_t> symbols;
+  if (state == kDead || grammar_->tokens.empty()) return symbols;
   for (const uint64_t packed : states_[static_cast<size_t>(state)].configs) {
     const Config c = unpack(packed);
     if (c.lex >= 0) continue;
     const int32_t code = grammar_->code[static_cast<size_t>(nodes_[static_cast<size_t>(c.node)].position)];
-    if (Grammar::is_token(code)) ids.push_back(grammar_->tokens[static_cast<size_t>(code - Grammar::kTokenBase)].id);
+    if (Grammar::is_token(code)) symbols.push_back(code - Grammar::kTokenBase);
   }
-  return ids;
+  return symbols;
+}
+
+Result<int32_t> Automaton::merge(int32_t a, int32_t b) {
+  if (a == kDead || a == b) return b;
+  if (b == kDead) return a;
+  std::vector<uint64_t> configs = states_[static_cast<size_t>(a)].configs;
+  const std::vector<uint64_t>& more = states_[static_cast<size_t>(b)].configs;
+  configs.insert(configs.end(), more.begin(), more.end());
+  return intern(std::move(configs), accepting(a) || accepting(b));
 }
 
 }  // namespace onnx_genai::constraints

@@ -16,9 +16,9 @@
 // (the text that follows must not extend the match, so the split is the longest match). A
 // configuration is thus (stack, lexeme state, guard), packed into 64 bits.
 //
-// Tokens the grammar names (Grammar::tokens, bound to ids) are symbols beside the 256 bytes:
-// next_token() steps by one, kept in a map rather than in the byte rows, so grammars without
-// them pay nothing on the byte path.
+// Tokens the grammar names (Grammar::tokens, bound to ids: one token or a set) are symbols
+// beside the 256 bytes: next_token() steps by one, kept in a map rather than in the byte rows,
+// so grammars without them pay nothing on the byte path.
 //
 // Every call but row(), known_next() and accepting() must be serialized by the owner
 // (CompiledState's mutex): they compute and add states. Those three read the transition table,
@@ -64,10 +64,13 @@ class Automaton {
     if (state == kDead) return kDead;  // the empty language starts dead
     return row(state)[byte].load(std::memory_order_acquire);
   }
-  // The state after token `id` (a token the grammar names, bound), or kDead.
+  // The state after token `id` taken by id (a token the grammar names or a set holding it,
+  // bound), or kDead.
   Result<int32_t> next_token(int32_t state, int32_t id);
-  // The ids of the grammar's tokens that may come next (repeats possible).
-  std::vector<int32_t> tokens_at(int32_t state) const;
+  // The grammar's tokens (indexes into Grammar::tokens) that may come next (repeats possible).
+  std::vector<int32_t> token_symbols_at(int32_t state) const;
+  // The state whose parses are those of `a` and of `b` (a token read both by id and by bytes).
+  Result<int32_t> merge(int32_t a, int32_t b);
   const Grammar& grammar() const { return *grammar_; }
   using Row = std::array<std::atomic<int32_t>, 256>;
   // A state's successors by byte, kUnknown where not computed yet (the mask walk reads these

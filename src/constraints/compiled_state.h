@@ -48,10 +48,11 @@ struct CompiledState {
   std::unordered_map<int32_t, std::shared_ptr<Mask>> masks;
 };
 
-// The tokens whose bytes the automaton accepts from `state` (stop tokens not included), by one
-// preorder pass over the trie that skips every subtree whose first byte is refused; the tokens
-// the grammar names by whether the state takes them, not by their bytes. Takes `shared.mutex`
-// once per round of successors it must compute (those met in one pass).
+// The tokens whose bytes the automaton accepts from `state`, by one preorder pass over the trie
+// that skips every subtree whose first byte is refused; the tokens the grammar names alone by
+// whether the state takes them, not by their bytes; the ids of the token sets the state takes
+// besides (stop tokens only there). Takes `shared.mutex` once per round of successors it must
+// compute (those met in one pass).
 Status walk_token_trie(CompiledState& shared, const TokenTrie& trie, int32_t state, std::vector<uint64_t>& mask);
 
 }  // namespace onnx_genai::constraints

@@ -154,6 +154,37 @@ void GrammarBuilder::append_literal(std::vector<Symbol>& out, std::string_view t
   for (const char c : text) out.push_back(byte(c));
 }
 
+bool GrammarToken::contains(int32_t token) const {
+  if (!set) return token == id;
+  // The first range ending at or after `token`.
+  const auto it = std::lower_bound(ranges.begin(), ranges.end(), token, [](const IdRange& r, int32_t t) { return r.second < t; });
+  return it != ranges.end() && it->first <= token;
+}
+
+std::vector<GrammarToken::IdRange> join_ranges(std::vector<GrammarToken::IdRange> ranges) {
+  std::erase_if(ranges, [](const GrammarToken::IdRange& r) { return r.first > r.second; });
+  std::sort(ranges.begin(), ranges.end());
+  std::vector<GrammarToken::IdRange> out;
+  for (const GrammarToken::IdRange& r : ranges) {
+    if (!out.empty() && static_cast<int64_t>(r.first) <= static_cast<int64_t>(out.back().second) + 1) {
+      out.back().second = std::max(out.back().second, r.second);
+    } else {
+      out.push_back(r);
+    }
+  }
+  return out;
+}
+
+Grammar::Naming Grammar::naming(int32_t id) const {
+  Naming naming = Naming::kNone;
+  for (const GrammarToken& t : tokens) {
+    if (!t.contains(id)) continue;
+    if (!t.set) return Naming::kAlone;
+    naming = Naming::kInSet;
+  }
+  return naming;
+}
+
 Symbol GrammarBuilder::token(GrammarToken token) {
   auto it = std::find_if(tokens_.begin(), tokens_.end(), [&](const GrammarToken& t) { return t.text == token.text; });
   if (it == tokens_.end()) {

@@ -19,7 +19,8 @@
 //
 // A token symbol (g.token(...)) is one vocabulary token matched by its id, not by bytes: a
 // special token such as <|im_end|>. The grammar names it; CompiledConstraint binds the name to
-// an id when the grammar meets a vocabulary.
+// an id when the grammar meets a vocabulary. A token set (<[1-5,9]>, <[^7]>, <[*]>) is one
+// token of several, also by id; its ordinary tokens keep their bytes elsewhere (matcher.cc).
 #pragma once
 
 #include <array>
@@ -27,6 +28,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "onnx_genai/status.h"
@@ -47,12 +49,24 @@ struct Symbol {
   bool is_terminal() const { return kind == Kind::kBytes || kind == Kind::kToken; }
 };
 
-// A vocabulary token the grammar names (Lark's <|im_end|> or <[151645]>).
+// A vocabulary token the grammar names (Lark's <|im_end|> or <[151645]>), or a set of tokens
+// (llguidance's <[128000-128255]>, <[1,5-9]>, <[^7]>, <[*]>) of which any one matches.
 struct GrammarToken {
+  using IdRange = std::pair<int32_t, int32_t>;  // inclusive
   std::string text;   // as written, for errors: "<|im_end|>", "<[151645]>"
-  int32_t id = -1;    // the token id; -1 until bound by its text
+  int32_t id = -1;    // one token: its id; -1 until bound by its text (and for a set)
   std::string where;  // where it was written, for errors: "lark grammar:3:7"
+  bool set = false;
+  // A set's ids, sorted and disjoint. `negated` (<[^7]>; <[*]> negates nothing) until bound to a
+  // vocabulary, which turns them into the ids they leave.
+  std::vector<IdRange> ranges;
+  bool negated = false;
+  // Whether `token` is this one or in this set (bound).
+  bool contains(int32_t token) const;
 };
+
+// Sorted, overlapping and adjacent ranges joined; the ones out of order (a > b) dropped.
+std::vector<GrammarToken::IdRange> join_ranges(std::vector<GrammarToken::IdRange> ranges);
 
 class Grammar {
  public:
@@ -76,6 +90,10 @@ class Grammar {
   std::vector<int32_t> lexeme_rules;
   std::vector<int32_t> lexeme_starts;
   std::vector<GrammarToken> tokens;
+  // How the grammar names token `id` (bound): not at all, only in sets (then its bytes still
+  // spell text elsewhere), or alone (<name>, <[id]>: then only by id, only where named).
+  enum class Naming { kNone, kInSet, kAlone };
+  Naming naming(int32_t id) const;
   // Bytes no class tells apart move the parser alike: byte -> its kind, kind -> its bytes. The
   // automaton computes a successor once per kind (a JSON string's inside is a few kinds, not
   // 256 bytes).

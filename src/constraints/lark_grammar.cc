@@ -270,14 +270,18 @@ class LarkCompiler {
     return out;
   }
 
-  // One token by id (bound to the vocabulary when the grammar meets one). A terminal is text,
-  // so it cannot hold a token (llguidance refuses that too).
+  // One token by id, or one of a set (bound to the vocabulary when the grammar meets one). A
+  // terminal is text, so it cannot hold a token (llguidance refuses that too).
   Result<std::vector<Symbol>> token(const LarkExpr& e, const std::string& owner, bool in_terminal, std::vector<Symbol> out) {
     if (in_terminal) {
       const std::string inside = owner == "%ignore" ? owner : "terminal " + owner;
       return lark_error(e.at, "token " + e.text + " inside " + inside + " (tokens may come only in rules)");
     }
-    out.push_back(g_.token(GrammarToken{e.text, e.token_id, "lark grammar:" + where(e.at)}));
+    GrammarToken token{.text = e.text, .id = e.token_id, .where = "lark grammar:" + where(e.at)};
+    token.set = e.token_set;
+    token.negated = e.token_negated;
+    token.ranges = join_ranges(e.token_ranges);
+    out.push_back(g_.token(std::move(token)));
     return out;
   }
 

@@ -9,7 +9,8 @@
 //   terminals) and at the end of the text, as Lark's Earley parser allows it.
 // - %json { schema }: the JSON texts the schema accepts (json_schema.h), no whitespace around.
 // - <|im_end|>, <[151645]>: that one token by id (grammar.h's token symbols), in rules only;
-//   %ignore may come before it as before a terminal.
+//   %ignore may come before it as before a terminal. <[1-5,9]>, <[^7]>, <[*]>: one token of
+//   those ids (every id but those; any id), the same way.
 //
 // - Terminals, regexes and %ignore operands used in rules are lexemes (grammar.h): each takes
 //   the longest match, as Lark's dynamic lexer matches each expected terminal where it starts

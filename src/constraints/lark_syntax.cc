@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <optional>
 
 #include "tokenizer/unicode.h"
 
@@ -28,7 +29,7 @@ struct Token {
   Tok kind = Tok::kEnd;
   LarkPosition at;
   std::string text;   // names, directives, numbers, operators; the raw body of strings and regexes
-  std::string flags;  // after a string or regex; "json" or "llguidance" for kJson; the id of <[id]>
+  std::string flags;  // after a string or regex; "json" or "llguidance" for kJson
 };
 
 bool is_name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
@@ -122,8 +123,7 @@ class LarkLexer {
     return lark_error(t.at, std::string("unexpected byte ") + hex);
   }
 
-  // <name> (the token whose text that is, <|im_end|>) or <[id]>. llguidance's id ranges, lists,
-  // negation and wildcard (<[1-5,9]>, <[^7]>, <[*]>) are refused.
+  // <name> (the token whose text that is, <|im_end|>) or <[...]> (ids: the parser reads them).
   Status lex_token_ref(Token& t) {
     const size_t end = s_.find_first_of(">\n", i_);
     if (end == std::string_view::npos || s_[end] != '>') return lark_error(t.at, "unterminated token reference <...>");
@@ -131,16 +131,7 @@ class LarkLexer {
     t.text = std::string(s_.substr(i_, end + 1 - i_));
     i_ = end + 1;
     if (t.text == "<>") return lark_error(t.at, "empty token reference <>");
-    if (t.text[1] != '[') return Status::ok();
-    const std::string id = t.text.size() >= 4 && t.text[t.text.size() - 2] == ']' ? t.text.substr(2, t.text.size() - 4) : "";
-    if (!id.empty() && id.size() <= 9 && std::all_of(id.begin(), id.end(), [](char d) { return d >= '0' && d <= '9'; })) {
-      t.flags = id;
-      return Status::ok();
-    }
-    if (id.find_first_of("-,^*") != std::string::npos) {
-      return lark_error(t.at, "token ranges, lists, negation and wildcards (" + t.text + ") are not supported; name one token: <[ID]>");
-    }
-    return lark_error(t.at, "bad token id in " + t.text + " (expected <[ID]>, ID a number)");
+    return Status::ok();
   }
 
   // "..." or /.../ with its flags; the body is kept raw (escapes are read by the parser).
@@ -303,6 +294,63 @@ LarkExpr expr(LarkExpr::Kind kind, LarkPosition at) {
   LarkExpr e;
   e.kind = kind;
   e.at = at;
+  return e;
+}
+
+// A token id as written: digits only, at most 9 (vocabularies are far smaller).
+std::optional<int32_t> token_id(std::string_view digits) {
+  if (digits.empty() || digits.size() > 9) return std::nullopt;
+  if (!std::all_of(digits.begin(), digits.end(), [](char d) { return d >= '0' && d <= '9'; })) return std::nullopt;
+  return std::stoi(std::string(digits));
+}
+
+// The ranges of a token set's body as llguidance reads them: items separated by commas, each
+// ID or A-B (inclusive); empty items are skipped (<[1,]>), as llguidance skips them.
+Status token_ranges(const Token& t, std::string_view body, LarkExpr& e) {
+  if (body.find('*') != std::string_view::npos) {
+    return lark_error(t.at, "the wildcard stands alone: <[*]> (in " + t.text + ")");
+  }
+  for (size_t start = 0; start <= body.size();) {
+    const size_t comma = std::min(body.find(',', start), body.size());
+    const std::string_view item = body.substr(start, comma - start);
+    start = comma + 1;
+    if (item.empty()) continue;
+    const size_t dash = item.find('-');
+    const std::optional<int32_t> lo = token_id(item.substr(0, dash));
+    const std::optional<int32_t> hi = dash == std::string_view::npos ? lo : token_id(item.substr(dash + 1));
+    const std::string in = "\"" + std::string(item) + "\" in " + t.text;
+    if (!lo || !hi) return lark_error(t.at, "bad token id " + in + " (expected ID or FIRST-LAST, numbers of up to 9 digits)");
+    if (*lo > *hi) return lark_error(t.at, "empty token range " + in + " (its first id is above its last)");
+    e.token_ranges.emplace_back(*lo, *hi);
+  }
+  if (e.token_ranges.empty()) return lark_error(t.at, "no token id in " + t.text);
+  return Status::ok();
+}
+
+// <name>, <[id]>, or a set of ids as llguidance spells it: <[1,5-9]>, <[^...]> (every id but
+// those), <[*]> (every id). The ids are checked against the vocabulary when it is known.
+Result<LarkExpr> token_ref(const Token& t) {
+  LarkExpr e = expr(LarkExpr::Kind::kToken, t.at);
+  e.text = t.text;
+  if (t.text[1] != '[') return e;
+  const std::string_view text = t.text;
+  if (text.size() < 4 || text[text.size() - 2] != ']') {
+    return lark_error(t.at, "bad token reference " + t.text + " (expected <[ID]>, <[FIRST-LAST,ID,...]>, <[^...]> or <[*]>)");
+  }
+  std::string_view body = text.substr(2, text.size() - 4);
+  if (const std::optional<int32_t> id = token_id(body)) {
+    e.token_id = *id;
+    return e;
+  }
+  e.token_set = true;
+  e.token_negated = body.starts_with('^');
+  if (e.token_negated) body.remove_prefix(1);
+  if (body == "*") {
+    if (e.token_negated) return lark_error(t.at, "<[^*]> excludes every token (llguidance refuses it too)");
+    e.token_negated = true;  // every id but none
+    return e;
+  }
+  OG_RETURN_IF_ERROR(token_ranges(t, body, e));
   return e;
 }
 
@@ -541,13 +589,7 @@ class LarkParser {
         e.text = t.text;
         return e;
       }
-      case Tok::kTokenRef: {
-        take();
-        LarkExpr e = expr(LarkExpr::Kind::kToken, t.at);
-        e.text = t.text;
-        if (!t.flags.empty()) e.token_id = std::stoi(t.flags);
-        return e;
-      }
+      case Tok::kTokenRef: take(); return token_ref(t);
       case Tok::kTilde: return lark_error(t.at, "the ~ (negation) operator is not supported");
       case Tok::kDirective: return lark_error(t.at, "%" + t.text + " inside a rule is not supported");
       default: return unexpected("in an expression");

@@ -6,17 +6,20 @@
 //   NUMBER: /[0-9]+/ ("." /[0-9]+/)?  terminals are uppercase and regular
 //   %ignore " "                       // and # comments
 //   call: <tool_call> body </tool_call>  one token by its text <...>, or by id: <[151657]>
+//   ids: <[128000-128255]> <[1,5-9]>  one token of a set of ids (llguidance), <[^7]> every id
+//                                     but those, <[*]> any id
 //
 // %import common.NAME [-> ALIAS] and %import common (A, B) bring in the terminals of Lark's
 // common library (lark_common.cc). Constructs that would change the language unnoticed if
-// skipped are refused here with their line:column: other imports, %declare, %override, %extend, priorities (name.2), templates
-// (name{x}), rule options (name[lazy]), token ranges, lists and negation (<[1-5,^7]>, <[*]>),
-// & and ~ in terminals, %regex, @grammar references and %llguidance options.
+// skipped are refused here with their line:column: other imports, %declare, %override, %extend,
+// priorities (name.2), templates (name{x}), rule options (name[lazy]), & and ~ in terminals,
+// %regex, @grammar references and %llguidance options.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "onnx_genai/status.h"
@@ -41,7 +44,8 @@ struct LarkExpr {
     kName,      // text: a rule or terminal name
     kRepeat,    // children[0] repeated min..max times (max < 0: unbounded)
     kJson,      // text: a JSON Schema (%json { ... })
-    kToken,     // text: as written (<|im_end|>, <[151645]>); token_id: the id of <[id]>, else -1
+    kToken,     // text: as written (<|im_end|>, <[151645]>); token_id: the id of <[id]>, else -1;
+                // a set (<[1-5,9]>, <[^7]>, <[*]>): token_set, token_ranges, token_negated
   };
   Kind kind = Kind::kSequence;
   LarkPosition at;
@@ -53,6 +57,9 @@ struct LarkExpr {
   int64_t min = 1;
   int64_t max = 1;
   int32_t token_id = -1;
+  bool token_set = false;
+  bool token_negated = false;                           // every id but token_ranges (<[*]>: none)
+  std::vector<std::pair<int32_t, int32_t>> token_ranges;  // inclusive, as written
 };
 
 struct LarkDefinition {

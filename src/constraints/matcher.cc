@@ -15,6 +15,7 @@ namespace onnx_genai {
 using constraints::Automaton;
 using constraints::ByteSet;
 using constraints::CompiledState;
+using constraints::Grammar;
 using constraints::GrammarToken;
 using constraints::TokenTrie;
 
@@ -50,6 +51,17 @@ Status compute_unknowns(CompiledState& shared, std::span<const Unknown> unknowns
 }
 
 void add_token(int32_t id, std::vector<uint64_t>& mask) { mask[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63); }
+
+// Sets or clears the bits of ids [lo, hi] (a token set: <[*]> is the whole vocabulary).
+void set_ids(int32_t lo, int32_t hi, bool on, std::vector<uint64_t>& mask) {
+  for (auto id = static_cast<size_t>(lo); id <= static_cast<size_t>(hi);) {
+    const size_t bit = id & 63, last = std::min<size_t>(63, bit + static_cast<size_t>(hi) - id);
+    const uint64_t bits = (last == 63 ? ~uint64_t{0} : (uint64_t{1} << (last + 1)) - 1) & ~((uint64_t{1} << bit) - 1);
+    uint64_t& word = mask[id >> 6];
+    word = on ? word | bits : word & ~bits;
+    id += last - bit + 1;
+  }
+}
 
 // Adds to `mask` the tokens of `trie` whose bytes the automaton accepts, over known successors,
 // skipping the subtrees `skip` marks (a bit per node; those tokens are decided already).
@@ -211,7 +223,7 @@ Status walk_token_trie(CompiledState& shared, const TokenTrie& trie, int32_t sta
   {
     std::lock_guard lock(shared.mutex);
     OG_ASSIGN_OR_RETURN(run, shared.automaton.string_run(state, static_cast<int32_t>(trie.max_depth())));
-    named_here = shared.automaton.tokens_at(state);
+    named_here = shared.automaton.token_symbols_at(state);
   }
   const TokenTrie::InsideView inside = run != nullptr ? trie.inside(ascii(run->stays), run->unicode, run->chars) : TokenTrie::InsideView{};
   if (inside.mask != nullptr) mask = *inside.mask;
@@ -220,15 +232,18 @@ Status walk_token_trie(CompiledState& shared, const TokenTrie& trie, int32_t sta
   } else {
     OG_RETURN_IF_ERROR(walk(shared, trie, state, inside.whole, mask));
   }
-  // The tokens the grammar names are allowed by id where it takes them, never by their bytes (an
-  // added token such as Qwen's <tool_call> has bytes).
-  const auto set = [&](int32_t id, bool on) {
-    const uint64_t bit = uint64_t{1} << (id & 63);
-    uint64_t& word = mask[static_cast<size_t>(id) >> 6];
-    word = on ? word | bit : word & ~bit;
-  };
-  for (const GrammarToken& t : shared.automaton.grammar().tokens) set(t.id, false);  // fixed at compile
-  for (const int32_t id : named_here) set(id, true);
+  // The tokens the grammar names alone are allowed by id where it takes them, never by their
+  // bytes (an added token such as Qwen's <tool_call> has bytes). A set's tokens are allowed by id
+  // where it is taken, and the ordinary ones among them by their bytes too, as the walk found.
+  const std::vector<GrammarToken>& tokens = shared.automaton.grammar().tokens;  // fixed at compile
+  for (const GrammarToken& t : tokens) {
+    if (!t.set) set_ids(t.id, t.id, false, mask);
+  }
+  for (const int32_t k : named_here) {
+    const GrammarToken& t = tokens[static_cast<size_t>(k)];
+    if (!t.set) set_ids(t.id, t.id, true, mask);
+    for (const auto& [lo, hi] : t.ranges) set_ids(lo, hi, true, mask);
+  }
   return Status::ok();
 }
 
@@ -274,10 +289,35 @@ std::vector<std::bitset<128>> common_string_bytes() {
   return {json, line};
 }
 
+// A set's ids against the vocabulary: each must be in it, and a negation becomes the ids it
+// leaves (<[*]>: all of them, special and stop tokens included, as llguidance has it).
+Status bind_set(GrammarToken& t, int32_t vocab_size) {
+  for (const auto& [lo, hi] : t.ranges) {
+    if (hi >= vocab_size) {
+      return OG_ERROR(t.where, ": token id ", hi, " in ", t.text, " is outside the vocabulary (", vocab_size, " tokens)");
+    }
+  }
+  if (t.negated) {
+    std::vector<GrammarToken::IdRange> left;
+    int32_t next = 0;
+    for (const auto& [lo, hi] : t.ranges) {  // sorted and disjoint
+      if (lo > next) left.emplace_back(next, lo - 1);
+      next = hi + 1;
+    }
+    if (next < vocab_size) left.emplace_back(next, vocab_size - 1);
+    t.ranges = std::move(left);
+    t.negated = false;
+  }
+  if (t.ranges.empty()) return OG_ERROR(t.where, ": token set ", t.text, " excludes every token of the vocabulary (", vocab_size, ")");
+  return Status::ok();
+}
+
 // Gives each token the grammar names its id: here the grammar first meets a vocabulary.
 Status bind_tokens(constraints::Grammar& grammar, const ConstraintVocabulary& vocabulary) {
   for (GrammarToken& t : grammar.tokens) {
-    if (t.id < 0) {
+    if (t.set) {
+      OG_RETURN_IF_ERROR(bind_set(t, vocabulary.vocab_size()));
+    } else if (t.id < 0) {
       const std::optional<int32_t> id = vocabulary.token_named(t.text);
       if (!id) return OG_ERROR(t.where, ": token ", t.text, " is not in the vocabulary");
       t.id = *id;
@@ -286,6 +326,22 @@ Status bind_tokens(constraints::Grammar& grammar, const ConstraintVocabulary& vo
     }
   }
   return Status::ok();
+}
+
+// The state after token `id` taken by id (kDead where the grammar takes no token holding it).
+// An ordinary token of a set (`in_set`) may spell text there too: both readings stay alive, as
+// the mask allows it for either, so that what may follow is what either allows.
+Result<int32_t> take_named(CompiledState& shared, const TokenTrie& trie, int32_t state, int32_t id, bool in_set) {
+  std::lock_guard lock(shared.mutex);
+  Automaton& automaton = shared.automaton;
+  OG_ASSIGN_OR_RETURN(const int32_t by_id, automaton.next_token(state, id));
+  const std::string& bytes = trie.bytes(id);
+  if (by_id == Automaton::kDead || !in_set || bytes.empty()) return by_id;
+  int32_t by_bytes = state;
+  for (size_t i = 0; i < bytes.size() && by_bytes != Automaton::kDead; ++i) {
+    OG_ASSIGN_OR_RETURN(by_bytes, automaton.next(by_bytes, static_cast<uint8_t>(bytes[i])));
+  }
+  return automaton.merge(by_id, by_bytes);
 }
 
 }  // namespace
@@ -373,17 +429,17 @@ Status ConstraintMatcher::accept_token(int32_t id) {
   const TokenTrie& trie = compiled_->vocabulary().trie();
   if (id < 0 || id >= trie.vocab_size()) return OG_ERROR("constraint: token ", id, " is outside the vocabulary");
   const Step now = history_.back();
-  const std::vector<GrammarToken>& named = compiled_->state().automaton.grammar().tokens;  // fixed at compile
-  const bool grammar_token = std::any_of(named.begin(), named.end(), [&](const GrammarToken& t) { return t.id == id; });
-  if (grammar_token && !now.terminated) {
-    CompiledState& shared = compiled_->state();
-    std::lock_guard lock(shared.mutex);
-    OG_ASSIGN_OR_RETURN(const int32_t next, shared.automaton.next_token(now.state, id));
+  CompiledState& shared = compiled_->state();
+  const Grammar::Naming naming = now.terminated ? Grammar::Naming::kNone : shared.automaton.grammar().naming(id);  // fixed at compile
+  if (naming != Grammar::Naming::kNone) {
+    OG_ASSIGN_OR_RETURN(const int32_t next, take_named(shared, trie, now.state, id, naming == Grammar::Naming::kInSet));
     if (next != Automaton::kDead) {
       history_.push_back(Step{next, false});
       return Status::ok();
     }
-    if (!trie.is_stop(id)) return OG_ERROR("constraint: token ", id, " is not allowed here (the grammar names it)");
+    if (naming == Grammar::Naming::kAlone && !trie.is_stop(id)) {
+      return OG_ERROR("constraint: token ", id, " is not allowed here (the grammar names it)");
+    }
   }
   if (trie.is_stop(id)) {
     if (!now.terminated && !is_complete()) return OG_ERROR("constraint: stop token ", id, " before the output is complete");
@@ -419,7 +475,7 @@ Result<std::string> ConstraintMatcher::forced_bytes(size_t most) const {
   std::lock_guard lock(shared.mutex);
   Automaton& automaton = shared.automaton;
   int32_t state = history_.back().state;
-  while (forced.size() < most && !automaton.accepting(state) && automaton.tokens_at(state).empty()) {
+  while (forced.size() < most && !automaton.accepting(state) && automaton.token_symbols_at(state).empty()) {
     // The automaton refuses a byte only when no sentence continues with it, so a single byte it
     // takes is one every sentence takes here (a dead end included: the mask would force it too).
     int32_t only = Automaton::kDead;
