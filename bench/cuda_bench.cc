@@ -33,7 +33,8 @@
 // cuBLASLt on f16 weights alone (the fp16 tensor-core rate) and against M = 1.
 //
 // Then the attention cases of cuda_attention.cc: GroupQueryAttention prompts on the tiled and the
-// flash kernel, PagedAttention serving steps on the CUDA-core and the tensor-core kernel.
+// flash kernel, PagedAttention serving steps on the CUDA-core and the tensor-core kernel; and the
+// MoE layers of cuda_moe.cc (Qwen3-30B-A3B int4 / int8, gpt-oss-20b MXFP4; case "moe").
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -616,6 +617,8 @@ int run(int argc, char** argv) {
   }
   std::vector<AttentionRow> prompts;
   bench_attention(only, stream, rng, prompts);
+  std::vector<MoERow> moe;
+  bench_moe(only, stream, rng, moe);
   cudaStreamDestroy(stream);
 
   std::printf("device: %s\ncopy bandwidth (read + write): %.0f GB/s\n\n", device.to_string().c_str(), copy_bw / 1e9);
@@ -626,6 +629,7 @@ int run(int argc, char** argv) {
   print_many_rows(rows, copy_bw);
   print_int4_gemm(rows, copy_bw);
   print_attention(prompts);
+  print_moe(moe, copy_bw);
   // Every variant computes what the reference kernel does: f32 accumulation in another order (the
   // flash kernel also rounds probabilities to f16 for its P.V product).
   double worst = 0;

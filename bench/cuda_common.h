@@ -93,4 +93,20 @@ void bench_attention(const std::string& only, cudaStream_t stream, std::mt19937&
 // Markdown tables of the rows (pairs: reference, planned).
 void print_attention(const std::vector<AttentionRow>& rows);
 
+// ---- cuda_moe.cc ----
+
+// One MoE layer at one token count: time per layer, how many experts the routing chose (mean
+// over the copies) and their bytes.
+struct MoERow {
+  std::string name;
+  int64_t tokens = 0;
+  double us = NAN, experts_read = NAN, active_bytes = NAN;
+  std::string error;
+};
+
+// Runs the MoE layers whose "moe MODEL FORMAT" name contains `only`.
+void bench_moe(const std::string& only, cudaStream_t stream, std::mt19937& rng, std::vector<MoERow>& rows);
+// A markdown table: time, and the chosen experts' bytes per second against the copy bandwidth.
+void print_moe(const std::vector<MoERow>& rows, double copy_bw);
+
 }  // namespace onnx_genai

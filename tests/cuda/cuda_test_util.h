@@ -59,6 +59,10 @@ class CudaNode {
     node_.attrs.set(name, Attribute{.kind = Attribute::Kind::kFloat, .f = v});
     return *this;
   }
+  CudaNode& attr_string(const std::string& name, std::string v) {
+    node_.attrs.set(name, Attribute{.kind = Attribute::Kind::kString, .s = std::move(v)});
+    return *this;
+  }
   // Undefined tensors are omitted optional inputs.
   Node& with_inputs(const std::vector<Tensor>& inputs) {
     node_.inputs.clear();

@@ -127,7 +127,7 @@ TEST(CudaGeneration, DefaultModelPerplexityMatchesCpu) {
 }
 
 // Fixtures from tools/build_model.py (random weights): both graph styles, int4 and float, f32 and
-// f16 activations, a sliding window with rotary from position_ids.
+// f16 activations, a sliding window with rotary from position_ids, mixtures of experts.
 class CudaGreedyLock : public ::testing::TestWithParam<ParityFixture> {};
 
 TEST_P(CudaGreedyLock, GreedyTokensMatchCpu) {
@@ -156,7 +156,11 @@ INSTANTIATE_TEST_SUITE_P(
         fixture("genai_qwen2_int4_f16", {"--preset", "qwen2", "--style", "genai", "--weights", "int4", "--io-dtype", "f16",
                                          "--quantize-embeddings"}),
         fixture("genai_mistral_window_position_ids_fp32", {"--preset", "mistral", "--style", "genai", "--position-ids"}),
-        fixture("standard_llama_fp32", {"--preset", "llama", "--style", "standard"})),
+        fixture("standard_llama_fp32", {"--preset", "llama", "--style", "standard"}),
+        // Mixtures of experts: float experts, int4 (QMoE), MXFP4 with gpt-oss's sinks and windows.
+        fixture("mixtral_fp32", {"--preset", "mixtral"}),
+        fixture("qwen3_moe_int4", {"--preset", "qwen3_moe", "--weights", "int4", "--block-size", "32"}),
+        fixture("gpt_oss_mxfp4", {"--preset", "gpt_oss", "--moe-weights", "mxfp4"})),
     [](const ::testing::TestParamInfo<ParityFixture>& info) { return info.param.name; });
 
 }  // namespace

@@ -21,6 +21,7 @@ void register_mean_cuda_kernels(OpRegistry& registry);
 void register_sampling_cuda_kernels(OpRegistry& registry);
 void register_rotary_cuda_kernels(OpRegistry& registry);
 void register_paged_attention_cuda_kernels(OpRegistry& registry);
+void register_moe_cuda_kernels(OpRegistry& registry);
 
 inline void register_all_cuda_kernels(OpRegistry& registry) {
   register_normalization_cuda_kernels(registry);
@@ -38,6 +39,7 @@ inline void register_all_cuda_kernels(OpRegistry& registry) {
   register_sampling_cuda_kernels(registry);
   register_rotary_cuda_kernels(registry);
   register_paged_attention_cuda_kernels(registry);
+  register_moe_cuda_kernels(registry);
 }
 
 }  // namespace onnx_genai
