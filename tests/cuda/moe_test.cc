@@ -139,7 +139,7 @@ TEST_F(MoECuda, IntExpertsMatchCpu) {
     for (int64_t block : {int64_t{16}, int64_t{32}, int64_t{64}, int64_t{128}, int64_t{0}}) {
       for (bool zp : {false, true}) {
         check(MoECase{.dtype = DType::kF32, .quant = "int", .bits = bits, .block = block, .tokens = 4, .hidden = 128,
-                      .inter = 64, .activation = "swiglu", .fusion = 1, .zero_points = zp});
+                      .inter = 128, .activation = "swiglu", .fusion = 1, .zero_points = zp});
       }
     }
     for (DType scale : {DType::kF16, DType::kBF16}) {
