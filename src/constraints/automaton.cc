@@ -18,7 +18,9 @@ size_t Automaton::VectorHash::operator()(const std::vector<T>& v) const {
 }
 
 Automaton::Automaton(std::shared_ptr<const Grammar> grammar)
-    : grammar_(std::move(grammar)), chunks_(new std::atomic<Chunk*>[kMaxStates / kRowsPerChunk]()) {}
+    : grammar_(std::move(grammar)), chunks_(new std::atomic<Chunk*>[kMaxStates / kRowsPerChunk]()) {
+  has_lazy_ = std::any_of(grammar_->lexeme_modes.begin(), grammar_->lexeme_modes.end(), [](const LexemeMode& m) { return m.lazy; });
+}
 Automaton::~Automaton() = default;
 
 Result<int32_t> Automaton::node(int32_t position, int32_t below) {
@@ -178,12 +180,25 @@ Result<int32_t> Automaton::advance_guard(int32_t guard, uint8_t byte) {
   return result;
 }
 
-Status Automaton::step_lexeme(const Config& c, int32_t guard, uint8_t byte, std::vector<uint64_t>& out, bool& accepting) {
+Result<int32_t> Automaton::join_guards(int32_t a, int32_t b) {
+  if (a == 0 || a == b) return b;
+  if (b == 0) return a;
+  std::vector<int32_t> states = guards_[static_cast<size_t>(a)];
+  const std::vector<int32_t>& more = guards_[static_cast<size_t>(b)];
+  states.insert(states.end(), more.begin(), more.end());
+  return intern_guard(std::move(states));
+}
+
+Status Automaton::step_lexeme(const Config& c, int32_t guard, uint8_t byte, StepOut& next) {
   OG_ASSIGN_OR_RETURN(const int32_t lex, lexer_->next(c.lex, byte));
   if (lex == kDead) return Status::ok();
-  const bool longer = lexer_->extensible(lex);
-  if (longer) out.push_back(pack(c.node, lex, guard));
-  if (!lexer_->accepting(lex)) return Status::ok();
+  const Node n = nodes_[static_cast<size_t>(c.node)];
+  const int32_t k = grammar_->code[static_cast<size_t>(n.position)] - Grammar::kLexemeBase;
+  const LexemeMode& mode = grammar_->lexeme_modes[static_cast<size_t>(k)];
+  const bool ends = lexer_->accepting(lex);
+  const bool longer = lexer_->extensible(lex) && !(ends && mode.lazy);  // a lazy lexeme ends at its first match
+  if (longer) next.going_on.push_back(pack(c.node, lex, guard));
+  if (!ends) return Status::ok();
   // The lexeme may end here if what follows never extends it: guarded by its state.
   int32_t after = guard;
   if (longer) {
@@ -191,8 +206,91 @@ Status Automaton::step_lexeme(const Config& c, int32_t guard, uint8_t byte, std:
     states.push_back(lex);
     OG_ASSIGN_OR_RETURN(after, intern_guard(std::move(states)));
   }
-  const Node n = nodes_[static_cast<size_t>(c.node)];
-  return close(n.position + 1, n.below, after, out, accepting);
+  if (!mode.reread.empty()) {
+    next.rereads.push_back(Reread{c.node, after, &mode.reread});
+    return Status::ok();
+  }
+  return close(n.position + 1, n.below, after, next.begun, next.accepting);
+}
+
+// What follows a stop (llguidance's stop=) that must take exactly the stop's bytes first reads
+// them again; otherwise it comes after them. Those bytes were read already, so the guards from
+// before the lexeme do not see them twice: the walk starts unguarded, and its configurations
+// take the lexeme's guard back at the end.
+Status Automaton::reread(const Reread& r, int depth, std::vector<uint64_t>& out, bool& accepting) {
+  if (depth > kMaxRereadDepth) {
+    return OG_ERROR("grammar: stops re-read inside the re-reading of stops, deeper than ", kMaxRereadDepth);
+  }
+  const Node n = nodes_[static_cast<size_t>(r.node)];
+  std::vector<uint64_t> after;
+  bool complete = false;
+  start_closures();
+  OG_RETURN_IF_ERROR(close(n.position + 1, n.below, 0, after, complete));
+  OG_RETURN_IF_ERROR(cut_by_lazy(after));
+  std::vector<uint64_t> walked = after;
+  bool walked_complete = complete, forced = true;
+  for (const char c : *r.bytes) {
+    const auto byte = static_cast<uint8_t>(c);
+    forced = forces(walked, byte);
+    if (!forced) break;
+    std::vector<uint64_t> next;
+    walked_complete = false;
+    OG_RETURN_IF_ERROR(step(walked, byte, depth, next, walked_complete));
+    walked = std::move(next);
+  }
+  if (forced) {
+    after = std::move(walked);
+    complete = walked_complete;
+  }
+  accepting = accepting || complete;
+  for (const uint64_t packed : after) {
+    const Config c = unpack(packed);
+    OG_ASSIGN_OR_RETURN(const int32_t guard, join_guards(c.guard, r.guard));
+    out.push_back(pack(c.node, c.lex, guard));
+  }
+  return Status::ok();
+}
+
+bool Automaton::is_lazy_lexeme(const Config& c) const {
+  if (c.lex < 0) return false;
+  const int32_t code = grammar_->code[static_cast<size_t>(nodes_[static_cast<size_t>(c.node)].position)];
+  return grammar_->lexeme_modes[static_cast<size_t>(code - Grammar::kLexemeBase)].lazy;
+}
+
+// llguidance's lexer emits a lazy lexeme the moment it matches, so what began where it began
+// (another lexeme, a string's bytes, ignored text, and what follows them) dies at that byte.
+// Lazy lexemes begun together do not cut each other (llguidance would keep the first to match).
+Status Automaton::cut_by_lazy(std::vector<uint64_t>& begun) {
+  if (!has_lazy_) return Status::ok();
+  std::vector<int32_t> lazy;
+  for (const uint64_t packed : begun) {
+    const Config c = unpack(packed);
+    if (is_lazy_lexeme(c)) lazy.push_back(c.lex);
+  }
+  if (lazy.empty()) return Status::ok();
+  OG_ASSIGN_OR_RETURN(const int32_t cut, intern_guard(std::move(lazy)));
+  for (uint64_t& packed : begun) {
+    const Config c = unpack(packed);
+    if (is_lazy_lexeme(c)) continue;
+    OG_ASSIGN_OR_RETURN(const int32_t guard, join_guards(c.guard, cut));
+    packed = pack(c.node, c.lex, guard);
+  }
+  return Status::ok();
+}
+
+bool Automaton::forces(const std::vector<uint64_t>& configs, uint8_t byte) const {
+  ByteSet first;
+  for (const uint64_t packed : configs) {
+    const Config c = unpack(packed);
+    if (c.lex >= 0) {
+      if (!lexer_->first_bytes(c.lex, first)) return false;
+      continue;
+    }
+    const int32_t code = grammar_->code[static_cast<size_t>(nodes_[static_cast<size_t>(c.node)].position)];
+    if (Grammar::is_token(code)) return false;
+    first |= grammar_->classes[static_cast<size_t>(code)];
+  }
+  return first.count() == 1 && first.test(byte);
 }
 
 // Whether every way of finishing the character begun (`utf8`, at `state`) leads to `to` through
@@ -262,6 +360,7 @@ Result<int32_t> Automaton::whole_character_step(int32_t state, ByteSet& stays) {
   } else {
     const Node ret = nodes_[static_cast<size_t>(below)];
     OG_RETURN_IF_ERROR(close(ret.position, ret.below, 0, configs, accepting));
+    OG_RETURN_IF_ERROR(cut_by_lazy(configs));  // as compute_next's closure after the last byte
   }
   OG_ASSIGN_OR_RETURN(const int32_t to, intern(std::move(configs), accepting));
   if (to == kDead) return kUnknown;
@@ -431,6 +530,7 @@ Result<int32_t> Automaton::start_at(int32_t position) {
   bool accepting = false;
   start_closures();
   OG_RETURN_IF_ERROR(close(position, -1, 0, configs, accepting));
+  OG_RETURN_IF_ERROR(cut_by_lazy(configs));
   OG_ASSIGN_OR_RETURN(const int32_t start, intern(std::move(configs), accepting));
   starts_.emplace(position, start);
   return start;
@@ -441,25 +541,40 @@ Result<int32_t> Automaton::compute_next(int32_t state, uint8_t byte) {
   bool accepting = false;
   // Copied: close() may add states' nodes, and intern() grows states_.
   const std::vector<uint64_t> from = states_[static_cast<size_t>(state)].configs;
+  OG_RETURN_IF_ERROR(step(from, byte, 0, configs, accepting));
+  OG_ASSIGN_OR_RETURN(const int32_t next, intern(std::move(configs), accepting));
+  // Released: a reader that sees `next` sees its row too.
+  Row& row = row_at(state);
+  for (const uint8_t same : grammar_->kind_bytes[grammar_->byte_kind[byte]]) row[same].store(next, std::memory_order_release);
+  return next;
+}
+
+Status Automaton::step(const std::vector<uint64_t>& from, uint8_t byte, int depth, std::vector<uint64_t>& out, bool& accepting) {
+  StepOut next;
   start_closures();  // shared by the closures of all stacks: each (position, below) expands once
   for (const uint64_t packed : from) {
     const Config c = unpack(packed);
     OG_ASSIGN_OR_RETURN(const int32_t guard, advance_guard(c.guard, byte));
     if (guard == kViolated) continue;
     if (c.lex >= 0) {
-      OG_RETURN_IF_ERROR(step_lexeme(c, guard, byte, configs, accepting));
+      OG_RETURN_IF_ERROR(step_lexeme(c, guard, byte, next));
       continue;
     }
     const Node n = nodes_[static_cast<size_t>(c.node)];
     const int32_t cls = grammar_->code[static_cast<size_t>(n.position)];
     if (Grammar::is_token(cls) || !grammar_->classes[static_cast<size_t>(cls)].test(byte)) continue;
-    OG_RETURN_IF_ERROR(close(n.position + 1, n.below, guard, configs, accepting));
+    OG_RETURN_IF_ERROR(close(n.position + 1, n.below, guard, next.begun, next.accepting));
   }
-  OG_ASSIGN_OR_RETURN(const int32_t next, intern(std::move(configs), accepting));
-  // Released: a reader that sees `next` sees its row too.
-  Row& row = row_at(state);
-  for (const uint8_t same : grammar_->kind_bytes[grammar_->byte_kind[byte]]) row[same].store(next, std::memory_order_release);
-  return next;
+  OG_RETURN_IF_ERROR(cut_by_lazy(next.begun));
+  if (out.empty()) {
+    out.swap(next.begun);
+  } else {
+    out.insert(out.end(), next.begun.begin(), next.begun.end());
+  }
+  out.insert(out.end(), next.going_on.begin(), next.going_on.end());
+  accepting = accepting || next.accepting;
+  for (const Reread& r : next.rereads) OG_RETURN_IF_ERROR(reread(r, depth + 1, out, accepting));
+  return Status::ok();
 }
 
 Result<bool> Automaton::accepts(std::string_view text) {
@@ -487,6 +602,7 @@ Result<int32_t> Automaton::next_token(int32_t state, int32_t id) {
     // No byte follows a lexeme that the token ends, so its longest match is settled: no guard.
     OG_RETURN_IF_ERROR(close(n.position + 1, n.below, 0, configs, accepting));
   }
+  OG_RETURN_IF_ERROR(cut_by_lazy(configs));
   OG_ASSIGN_OR_RETURN(const int32_t next, intern(std::move(configs), accepting));
   token_transitions_.emplace(key, next);
   return next;

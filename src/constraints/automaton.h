@@ -14,7 +14,10 @@
 // lexeme: a configuration with a lexeme on top holds that automaton's state. Where the lexeme
 // may end, the parse goes on with a guard: the lexeme's state, which must never accept again
 // (the text that follows must not extend the match, so the split is the longest match). A
-// configuration is thus (stack, lexeme state, guard), packed into 64 bits.
+// configuration is thus (stack, lexeme state, guard), packed into 64 bits. A lazy lexeme
+// (LexemeMode) ends at its first match, unguarded, and guards what began beside it (cut_by_lazy);
+// one with bytes to re-read (a stop) hands what follows them to a walk over those bytes
+// (reread()), where every parse must take them.
 //
 // Tokens the grammar names (Grammar::tokens, bound to ids: one token or a set) are symbols
 // beside the 256 bytes: next_token() steps by one, kept in a map rather than in the byte rows,
@@ -31,6 +34,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -144,9 +148,37 @@ class Automaton {
 
   Result<int32_t> start_at(int32_t position);
   Result<int32_t> compute_next(int32_t state, uint8_t byte);
+  // A lexeme ended whose stop bytes are to be re-read: the parse after it (the frame of the
+  // lexeme's symbol), its guard, and the bytes.
+  struct Reread {
+    int32_t node;
+    int32_t guard;
+    const std::string* bytes;
+  };
+  // Stops re-read inside stops re-read deeper than this fail (a walk re-reading a stop whose
+  // own walk ends another).
+  static constexpr int kMaxRereadDepth = 8;
+  // The configurations after `byte` from `from`, added to `out`; `depth` counts the re-reads
+  // this step is inside.
+  Status step(const std::vector<uint64_t>& from, uint8_t byte, int depth, std::vector<uint64_t>& out, bool& accepting);
+  // What a step makes: configurations begun at the new position, lexemes going on, whether the
+  // text may end, and stops to re-read once the step's closures are done (they share seen_).
+  struct StepOut {
+    std::vector<uint64_t> begun;
+    std::vector<uint64_t> going_on;
+    bool accepting = false;
+    std::vector<Reread> rereads;
+  };
   // A configuration with a lexeme on top, after `byte`: inside the lexeme still, and where the
   // lexeme may end, the parse after it.
-  Status step_lexeme(const Config& c, int32_t guard, uint8_t byte, std::vector<uint64_t>& out, bool& accepting);
+  Status step_lexeme(const Config& c, int32_t guard, uint8_t byte, StepOut& next);
+  Status reread(const Reread& r, int depth, std::vector<uint64_t>& out, bool& accepting);
+  // Whether `configs` take `byte` and nothing else (no other byte, no token).
+  bool forces(const std::vector<uint64_t>& configs, uint8_t byte) const;
+  bool is_lazy_lexeme(const Config& c) const;
+  // Configurations that began at one position: those beside a lazy lexeme die where it first
+  // matches (its lexer state joins their guards).
+  Status cut_by_lazy(std::vector<uint64_t>& begun);
   Result<int32_t> node(int32_t position, int32_t below);
   // Expands (position, below) until byte classes or lexemes are on top, adding those
   // configurations (under `guard`) to `out`.
@@ -159,6 +191,7 @@ class Automaton {
   // The guard after `byte`: kViolated when a guarded lexeme would match longer.
   Result<int32_t> advance_guard(int32_t guard, uint8_t byte);
   Result<int32_t> intern_guard(std::vector<int32_t> lexer_states);
+  Result<int32_t> join_guards(int32_t a, int32_t b);
   Result<bool> characters_lead(int32_t to, int32_t state, int8_t utf8);
   Result<int32_t> whole_character_step(int32_t state, ByteSet& stays);
   // The rule whose alternative starts at `position`, or -1.
@@ -170,6 +203,7 @@ class Automaton {
   Automaton& lexer();
 
   std::shared_ptr<const Grammar> grammar_;
+  bool has_lazy_ = false;  // a lazy lexeme in the grammar
   std::vector<Node> nodes_;
   FlatMap64 node_ids_;
   std::vector<State> states_;

@@ -194,6 +194,37 @@ Symbol GrammarBuilder::token(GrammarToken token) {
   return Symbol{Symbol::Kind::kToken, static_cast<int32_t>(it - tokens_.begin())};
 }
 
+Symbol GrammarBuilder::lazy_lexeme(int32_t rule, std::string reread) {
+  lazy_lexemes_[rule] = LexemeMode{true, std::move(reread)};
+  return lexeme(rule);
+}
+
+std::optional<std::string> GrammarBuilder::single_string(const std::vector<Symbol>& symbols, size_t limit) const {
+  std::string out;
+  // Depth-first through rules of one alternative. The steps are bounded too: a rule of one
+  // alternative may refer to itself (before build() refuses it).
+  std::vector<const Symbol*> work;
+  for (auto it = symbols.rbegin(); it != symbols.rend(); ++it) work.push_back(&*it);
+  for (size_t steps = 0; !work.empty(); ++steps) {
+    if (steps > 16 * limit) return std::nullopt;
+    const Symbol& s = *work.back();
+    work.pop_back();
+    if (s.kind == Symbol::Kind::kBytes) {
+      const ByteSet& set = classes_[static_cast<size_t>(s.id)];
+      if (set.count() != 1 || out.size() >= limit) return std::nullopt;
+      size_t b = 0;
+      while (!set.test(b)) ++b;
+      out += static_cast<char>(b);
+      continue;
+    }
+    if (s.kind != Symbol::Kind::kRule || rules_[static_cast<size_t>(s.id)].size() != 1) return std::nullopt;
+    const std::vector<Symbol>& alt = rules_[static_cast<size_t>(s.id)][0];
+    if (work.size() + alt.size() > limit) return std::nullopt;
+    for (auto it = alt.rbegin(); it != alt.rend(); ++it) work.push_back(&*it);
+  }
+  return out;
+}
+
 int32_t GrammarBuilder::literal(std::string_view text) {
   const int32_t rule = new_rule("literal");
   std::vector<Symbol> sequence;
@@ -248,7 +279,10 @@ int32_t GrammarBuilder::embed(const Grammar& other) {
         if (Grammar::is_rule(code)) {
           sequence.push_back(ref(base + Grammar::rule_of(code)));
         } else if (Grammar::is_lexeme(code)) {
-          sequence.push_back(lexeme(base + other.lexeme_rules[static_cast<size_t>(code - Grammar::kLexemeBase)]));
+          const auto k = static_cast<size_t>(code - Grammar::kLexemeBase);
+          const int32_t rule = base + other.lexeme_rules[k];
+          const LexemeMode& mode = other.lexeme_modes[k];
+          sequence.push_back(mode.lazy ? lazy_lexeme(rule, mode.reread) : lexeme(rule));
         } else if (Grammar::is_token(code)) {
           sequence.push_back(token(other.tokens[static_cast<size_t>(code - Grammar::kTokenBase)]));
         } else {
@@ -302,6 +336,8 @@ Result<Grammar> GrammarBuilder::build(int32_t start) const {
           }
           k = static_cast<int32_t>(g.lexeme_rules.size());
           g.lexeme_rules.push_back(s.id);
+          const auto mode = lazy_lexemes_.find(s.id);
+          g.lexeme_modes.push_back(mode != lazy_lexemes_.end() ? mode->second : LexemeMode{});
         }
         g.code.push_back(Grammar::kLexemeBase + k);
       }

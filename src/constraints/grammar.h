@@ -15,7 +15,9 @@
 //
 // A lexeme (g.lexeme(rule)) is a rule read as one token with the longest match, as a lexer
 // reads a terminal: its text may end only where no longer match follows (A: /a+/ then "a" never
-// splits "aa"). The rule must be regular and not match the empty string.
+// splits "aa"). The rule must be regular and not match the empty string. A lazy lexeme
+// (g.lazy_lexeme(rule, reread): llguidance's rule options [lazy], stop=, suffix=) ends at its
+// first match instead; LexemeMode says what follows it.
 //
 // A token symbol (g.token(...)) is one vocabulary token matched by its id, not by bytes: a
 // special token such as <|im_end|>. The grammar names it; CompiledConstraint binds the name to
@@ -26,6 +28,8 @@
 #include <array>
 #include <bitset>
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -47,6 +51,18 @@ struct Symbol {
   bool is_bytes() const { return kind == Kind::kBytes; }
   // Matches input by itself (a byte or a token), without a rule behind it.
   bool is_terminal() const { return kind == Kind::kBytes || kind == Kind::kToken; }
+};
+
+// How a lexeme ends. Greedy (the default): at its longest match. Lazy: at its first match, so
+// the text after it may extend the match; and what began where it began (other lexemes, bytes,
+// what follows them) dies there, as llguidance's lexer emits it at once. `reread` (llguidance's
+// stop=S where S matches one string): those bytes, the end of the lexeme's match, are read again
+// by what follows it where every parse there takes exactly them first (outer: with_stop "<end>"
+// spells "<end>" once), as llguidance re-reads a stop it would hide; elsewhere what follows
+// comes after them.
+struct LexemeMode {
+  bool lazy = false;
+  std::string reread;
 };
 
 // A vocabulary token the grammar names (Lark's <|im_end|> or <[151645]>), or a set of tokens
@@ -89,6 +105,7 @@ class Grammar {
   // parser of the lexeme alone starts).
   std::vector<int32_t> lexeme_rules;
   std::vector<int32_t> lexeme_starts;
+  std::vector<LexemeMode> lexeme_modes;
   std::vector<GrammarToken> tokens;
   // How the grammar names token `id` (bound): not at all, only in sets (then its bytes still
   // spell text elsewhere), or alone (<name>, <[id]>: then only by id, only where named).
@@ -115,6 +132,8 @@ class GrammarBuilder {
   Symbol byte(char c) { return bytes(static_cast<uint8_t>(c), static_cast<uint8_t>(c)); }
   static Symbol ref(int32_t rule) { return Symbol{Symbol::Kind::kRule, rule}; }
   static Symbol lexeme(int32_t rule) { return Symbol{Symbol::Kind::kLexeme, rule}; }
+  // `rule` as a lazy lexeme (the mode is the rule's: wherever it is a lexeme, it is lazy).
+  Symbol lazy_lexeme(int32_t rule, std::string reread);
   // The token `token.text` names (one symbol per distinct text; the first `where` is kept).
   Symbol token(GrammarToken token);
 
@@ -128,6 +147,10 @@ class GrammarBuilder {
   int32_t choice(std::string name, const std::vector<Symbol>& choices);
   // A rule matching nothing at all (the empty language), e.g. the schema `false`.
   int32_t nothing(std::string name) { return new_rule(std::move(name)); }
+
+  // The one string `symbols` match, when they match exactly one (byte classes of one byte, rules
+  // of one alternative), of at most `limit` bytes.
+  std::optional<std::string> single_string(const std::vector<Symbol>& symbols, size_t limit) const;
 
   // Copies `other`'s rules into this grammar; returns the rule that was its start.
   int32_t embed(const Grammar& other);
@@ -146,6 +169,7 @@ class GrammarBuilder {
   std::vector<std::string> names_;
   std::vector<ByteSet> classes_;
   std::vector<GrammarToken> tokens_;
+  std::map<int32_t, LexemeMode> lazy_lexemes_;  // rule -> its mode
   size_t symbols_ = 0;
 };
 

@@ -18,6 +18,8 @@ using Kind = LarkExpr::Kind;
 
 // Terminals referring to terminals deeper than this are refused (compiling them recurses).
 constexpr int kMaxTerminalNesting = 256;
+// A stop longer than this is not re-read (the automaton walks its bytes at each end of the lexeme).
+constexpr size_t kMaxReread = 256;
 
 std::string where(LarkPosition at) { return std::to_string(at.line) + ":" + std::to_string(at.column); }
 
@@ -31,6 +33,8 @@ class LarkCompiler {
     for (const LarkDefinition& d : syntax_.definitions) {
       if (d.terminal) {
         OG_RETURN_IF_ERROR(terminal_rule(d.name, d.at).status());
+      } else if (d.options.lexeme()) {
+        OG_RETURN_IF_ERROR(compile_lexeme_rule(d));
       } else {
         OG_RETURN_IF_ERROR(compile_rule(d));
       }
@@ -100,6 +104,40 @@ class LarkCompiler {
       seq.push_back(GrammarBuilder::ref(tail));
       g_.add_alt(rule, std::move(seq));
     }
+    return Status::ok();
+  }
+
+  // name[lazy]: X, name[stop=S]: X, name[suffix=S]: X (llguidance's lexeme options): the rule is
+  // one lazy lexeme (grammar.h), its body a terminal (regular, nothing ignored inside) that ends
+  // at its first match, of X alone or of X then S, cutting what began beside it. S's bytes stay
+  // in the text: llguidance hides a stop by taking its tokens back, which generation here does
+  // not do. A stop of one string is re-read by what follows where that must take exactly it
+  // (LexemeMode::reread); a suffix never is. %ignore may come before the lexeme, as before a
+  // terminal.
+  Status compile_lexeme_rule(const LarkDefinition& d) {
+    using Until = LarkRuleOptions::Until;
+    const LarkRuleOptions& o = d.options;
+    const std::string owner =
+        d.name + (o.until == Until::kStop ? "[stop=...]" : o.until == Until::kSuffix ? "[suffix=...]" : "[lazy]");
+    const int32_t body = g_.new_rule(owner);
+    for (const LarkExpr* alt : alternatives(d.body)) {
+      OG_ASSIGN_OR_RETURN(std::vector<Symbol> seq, lower(*alt, owner, true));
+      g_.add_alt(body, std::move(seq));
+    }
+    int32_t rule = body;
+    std::string reread;
+    if (o.until != Until::kNone) {
+      OG_ASSIGN_OR_RETURN(std::vector<Symbol> until, lower(o.value, owner, true));
+      if (o.until == Until::kStop) reread = g_.single_string(until, kMaxReread).value_or("");
+      until.insert(until.begin(), GrammarBuilder::ref(body));
+      rule = g_.new_rule(owner + " and its end");
+      g_.add_alt(rule, std::move(until));
+    }
+    lexemes_.push_back({rule, "rule " + owner, d.at, " (a lazy lexeme would end before its first byte)"});
+    std::vector<Symbol> seq;
+    if (ignore_) seq.push_back(*ignore_);
+    seq.push_back(g_.lazy_lexeme(rule, std::move(reread)));
+    g_.add_alt(rules_.at(d.name), std::move(seq));
     return Status::ok();
   }
 
@@ -187,7 +225,7 @@ class LarkCompiler {
     if (rule_or_bytes.is_bytes()) {  // a one-byte lexeme cannot grow
       return rule_or_bytes;
     }
-    lexemes_.push_back({rule_or_bytes.id, what, at});
+    lexemes_.push_back({rule_or_bytes.id, what, at, ""});
     return GrammarBuilder::lexeme(rule_or_bytes.id);
   }
 
@@ -195,7 +233,8 @@ class LarkCompiler {
     const std::vector<bool> empty = g_.nullable();
     for (const auto& l : lexemes_) {
       if (empty[static_cast<size_t>(l.rule)]) {
-        return lark_error(l.at, l.what + " matches the empty string (Lark's dynamic lexer refuses zero-width terminals)");
+        const std::string why = l.why.empty() ? " (Lark's dynamic lexer refuses zero-width terminals)" : l.why;
+        return lark_error(l.at, l.what + " matches the empty string" + why);
       }
     }
     return Status::ok();
@@ -295,6 +334,7 @@ class LarkCompiler {
     int32_t rule;
     std::string what;
     LarkPosition at;
+    std::string why;  // why an empty match is refused, when not Lark's reason
   };
   std::vector<Lexeme> lexemes_;
   int terminal_nesting_ = 0;

@@ -15,6 +15,11 @@
 // - Terminals, regexes and %ignore operands used in rules are lexemes (grammar.h): each takes
 //   the longest match, as Lark's dynamic lexer matches each expected terminal where it starts
 //   (A: /a+/ then "a" never accepts "aa"). Zero-width terminals are refused, as Lark does.
+// - llguidance's lexeme options make a rule one lazy lexeme, its body a terminal: name[lazy]: X
+//   ends at X's first match, name[suffix=S]: X and name[stop=S]: X at the first match of X then
+//   S, and what began beside it dies there. S stays in the text (llguidance would take a stop's
+//   tokens back); a stop of one string is read again by what follows where that must take
+//   exactly it first (grammar.h's LexemeMode).
 // docs/constraints.md lists what is refused.
 #pragma once
 

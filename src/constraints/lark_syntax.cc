@@ -22,7 +22,7 @@ enum class Tok {
   kEnd, kNewline, kName, kString, kRegex, kJson, kDirective, kNumber, kTokenRef,
   kColon, kBar, kLParen, kRParen, kLBracket, kRBracket, kLBrace, kRBrace, kComma,
   kOp,  // ? * +
-  kBang, kTilde, kDot, kDotDot, kArrow,
+  kBang, kTilde, kDot, kDotDot, kArrow, kEquals,
 };
 
 struct Token {
@@ -103,7 +103,7 @@ class LarkLexer {
         {"->", Tok::kArrow}, {"..", Tok::kDotDot}, {":", Tok::kColon}, {"|", Tok::kBar}, {"(", Tok::kLParen},
         {")", Tok::kRParen}, {"[", Tok::kLBracket}, {"]", Tok::kRBracket}, {"{", Tok::kLBrace}, {"}", Tok::kRBrace},
         {",", Tok::kComma}, {"?", Tok::kOp}, {"*", Tok::kOp}, {"+", Tok::kOp}, {"!", Tok::kBang},
-        {"~", Tok::kTilde}, {".", Tok::kDot},
+        {"~", Tok::kTilde}, {".", Tok::kDot}, {"=", Tok::kEquals},
     };
     for (const Punct& p : kPunct) {
       if (!at(p.text)) continue;
@@ -469,11 +469,71 @@ class LarkParser {
     d.terminal = kind == NameKind::kTerminal;
     if (next_is(Tok::kDot)) return lark_error(peek().at, "priorities (" + name.text + ".N) are not supported");
     if (next_is(Tok::kLBrace)) return lark_error(peek().at, "templates (" + name.text + "{...}) are not supported");
-    if (next_is(Tok::kLBracket)) return lark_error(peek().at, "rule options (" + name.text + "[...]) are not supported");
+    if (next_is(Tok::kLBracket) && d.terminal) {
+      return lark_error(peek().at, "options on a terminal (" + name.text + "[...]): llguidance takes lexeme options on rules only");
+    }
+    if (next_is(Tok::kLBracket)) OG_RETURN_IF_ERROR(rule_options(name.text, d.options));
     if (!next_is(Tok::kColon)) return unexpected("after \"" + name.text + "\" (expected ':')");
     take();
     OG_ASSIGN_OR_RETURN(d.body, choice());
     return d;
+  }
+
+  // [option, option=value, ...] after a rule's name (llguidance: a trailing comma and [] pass).
+  Status rule_options(const std::string& rule, LarkRuleOptions& out) {
+    take();  // '['
+    while (!next_is(Tok::kRBracket)) {
+      const Token key = take();
+      if (key.kind != Tok::kName) return lark_error(key.at, "expected a rule option (lazy, stop=, suffix=) in " + rule + "[...]");
+      OG_RETURN_IF_ERROR(rule_option(key, out));
+      if (!next_is(Tok::kComma)) break;
+      take();
+    }
+    if (!next_is(Tok::kRBracket)) return unexpected("in " + rule + "[...] (expected ',' or ']')");
+    take();
+    return Status::ok();
+  }
+
+  // lazy, stop=X, suffix=X; llguidance's other options are refused by name: they need the
+  // sampler (max_tokens, temperature) or report captures, which this runtime does not.
+  Status rule_option(const Token& key, LarkRuleOptions& out) {
+    const std::string& k = key.text;
+    if (k == "lazy") {
+      out.lazy = true;
+      return Status::ok();
+    }
+    if (k == "max_tokens" || k == "temperature") {
+      const std::string what =
+          k == "max_tokens" ? "limits the tokens sampled inside the rule" : "sets the sampling temperature inside the rule";
+      return lark_error(key.at, "rule option " + k + " is not supported (it " + what + ": the sampler's work, not the grammar's)");
+    }
+    if (k == "capture" || k == "stop_capture") {
+      return lark_error(key.at, "rule option " + k + " is not supported (no captures are reported)");
+    }
+    if (k != "stop" && k != "suffix") {
+      return lark_error(key.at, "unknown rule option \"" + k +
+                                    "\" (llguidance's are lazy, stop, suffix, capture, stop_capture, max_tokens, temperature)");
+    }
+    if (out.until != LarkRuleOptions::Until::kNone) {
+      return lark_error(key.at, "a second stop= or suffix= (llguidance refuses them together too)");
+    }
+    if (!next_is(Tok::kEquals)) return unexpected("after rule option " + k + " (expected '=')");
+    take();
+    out.until = k == "stop" ? LarkRuleOptions::Until::kStop : LarkRuleOptions::Until::kSuffix;
+    OG_ASSIGN_OR_RETURN(out.value, option_value(k));
+    return Status::ok();
+  }
+
+  // What a stop= or suffix= names: text a lexer can match.
+  Result<LarkExpr> option_value(const std::string& key) {
+    const Token& t = peek();
+    if (t.kind == Tok::kString && t.text.empty()) {
+      return lark_error(t.at, key + "=\"\" is not supported (llguidance ends the lexeme at the model's stop token and hides that "
+                                    "token so the grammar goes on, which the generation loop would have to do)");
+    }
+    if (t.kind == Tok::kString) return string_atom();
+    if (t.kind == Tok::kRegex || (t.kind == Tok::kName && name_kind(t.text) == NameKind::kTerminal)) return primary();
+    return lark_error(t.at, key + "= takes a string, a regex or a terminal name");
   }
 
   // alternatives separated by '|', each optionally "-> alias" (tree shaping only).

@@ -8,12 +8,16 @@
 //   call: <tool_call> body </tool_call>  one token by its text <...>, or by id: <[151657]>
 //   ids: <[128000-128255]> <[1,5-9]>  one token of a set of ids (llguidance), <[^7]> every id
 //                                     but those, <[*]> any id
+//   line[stop="\n"]: /.*/            llguidance's lexeme options on a rule: lazy, stop=X,
+//                                     suffix=X (X a string, regex or terminal name)
 //
 // %import common.NAME [-> ALIAS] and %import common (A, B) bring in the terminals of Lark's
 // common library (lark_common.cc). Constructs that would change the language unnoticed if
 // skipped are refused here with their line:column: other imports, %declare, %override, %extend,
-// priorities (name.2), templates (name{x}), rule options (name[lazy]), & and ~ in terminals,
-// %regex, @grammar references and %llguidance options.
+// priorities (name.2), templates (name{x}), the rule options that need the sampler or report
+// captures (max_tokens, temperature, capture, stop_capture) and stop="" / suffix="" (the stop
+// token hidden so that the grammar goes on), & and ~ in terminals, %regex, @grammar references
+// and %llguidance options.
 #pragma once
 
 #include <cstdint>
@@ -62,11 +66,22 @@ struct LarkExpr {
   std::vector<std::pair<int32_t, int32_t>> token_ranges;  // inclusive, as written
 };
 
+// A rule's lexeme options (llguidance): name[lazy], name[stop=X], name[suffix=X]. Any of them
+// makes the rule one lazy lexeme.
+struct LarkRuleOptions {
+  enum class Until { kNone, kStop, kSuffix };
+  bool lazy = false;
+  Until until = Until::kNone;
+  LarkExpr value;  // X of stop= or suffix=: a string, "a".."z", a regex or a terminal name
+  bool lexeme() const { return lazy || until != Until::kNone; }
+};
+
 struct LarkDefinition {
   std::string name;
   bool terminal = false;  // an uppercase name (optionally _NAME)
   LarkPosition at;
   LarkExpr body;
+  LarkRuleOptions options;
 };
 
 // %import MODULE.NAME [-> ALIAS], or one name of %import MODULE (NAME, ...).

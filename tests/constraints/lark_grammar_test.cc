@@ -273,7 +273,9 @@ TEST(LarkGrammar, RefusalsNameTheConstructAndWhere) {
       {"start: \"a\" ~ 3..2\n", "lark grammar:1:12: repeat with its maximum below its minimum"},
       {"start: ~\"a\"\n", "lark grammar:1:8: the ~ (negation) operator is not supported"},
       {"start: A\nA: /a/ & /b/\n", "lark grammar:2:8: the & (intersection) operator is not supported"},
-      {"start: a\na[lazy]: \"x\"\n", "lark grammar:2:2: rule options (a[...]) are not supported"},
+      {"start: a\na[max_tokens=3]: \"x\"\n",
+       "lark grammar:2:3: rule option max_tokens is not supported (it limits the tokens sampled inside the rule: the sampler's "
+       "work, not the grammar's)"},
       {"%llguidance {\"no_forcing\": true}\nstart: \"a\"\n", "lark grammar:1:1: %llguidance options are not supported"},
       {"start: \"a\"\n%declare X\n", "lark grammar:2:1: %declare is not supported"},
       {"start: \"\"\n", "lark grammar:1:8: empty string (Lark refuses empty terminals)"},
