@@ -1,8 +1,8 @@
 // com.microsoft MoE and QMoE on the GPU: the schema's MoEParams (ops/schema/moe.h) read the node
 // as for the CPU kernel (ops/cpu/moe.cc, the reference), computed by the kernels of
-// moe_kernels.h. What those lack (2-bit codes, more than kMaxMoEExperts experts, a projection
-// input size that is not whole 16-byte chunks of weights) fails prepare, so the node runs on the
-// CPU.
+// moe_kernels.h. What those lack (2-bit codes, more than kMaxMoEExperts experts or kMaxMoETopK
+// per token, a projection input size that is not whole 16-byte chunks of weights) fails prepare,
+// so the node runs on the CPU.
 #include "ops/cuda/moe_kernels.h"
 #include "ops/cuda/register.h"
 #include "ops/op.h"

@@ -49,7 +49,7 @@ struct Pass {
   int64_t warps = 0, k = 0;
   int64_t row_bytes = 0;         // of a weight row, whole chunks
   int block_shift = 0;           // log2 of the quantisation block (blocks are powers of two)
-  int words_per_param = 1;       // words sharing one scale / zero point, up to a chunk
+  int param_words_mask = 0;      // words sharing one scale / zero point (1, 2 or 4) minus 1
   int64_t zp_row_bytes = 0;      // int codes per block: packed zero points of one row
   Epilogue epilogue = Epilogue::kAffine;
   // fc2: the routing ended before fc1 passed its wait, so the expert list may be read before this
@@ -173,7 +173,7 @@ __device__ __forceinline__ void accumulate_chunk(const MoEArgs& a, const Pass& p
 #pragma unroll
   for (int i = 0; i < kWordsPerChunk; ++i) {
     const int64_t k = k0 + i * kPerWord;
-    if (i % p.words_per_param == 0) {
+    if ((i & p.param_words_mask) == 0) {
       word_params<W, TW>(a, p, p.a, e, row_a, k, scale_a, zero_a);
       word_params<W, TW>(a, p, p.b, e, row_b, k, scale_b, zero_b);
     }
@@ -302,7 +302,8 @@ void set_layout(const MoEArgs& a, const MoEProjection& proj, Pass& p) {
   const int per_word = 32 / bits;
   const int64_t block = a.weights == MoEWeights::kFloat ? proj.k : proj.block_size;
   p.block_shift = log2_of(block);
-  p.words_per_param = a.per_row ? kWordsPerChunk : static_cast<int>(std::min<int64_t>(kWordsPerChunk, block / per_word));
+  // Blocks are powers of two of at least 16 values, a word at most 8.
+  p.param_words_mask = (a.per_row ? kWordsPerChunk : static_cast<int>(std::min<int64_t>(kWordsPerChunk, block / per_word))) - 1;
   p.zp_row_bytes = (proj.blocks * bits + 7) / 8;
 }
 

@@ -28,8 +28,10 @@ namespace onnx_genai::cuda {
 
 // Routed rows one pass of an expert's weights serves (a tile in registers; more rows: more passes).
 constexpr int64_t kMaxMoETileRows = 8;
-// Experts the routing kernel takes (a warp's lanes own 64 experts each).
+// Experts the routing kernel takes (a warp's lanes own 64 experts each), and experts per token
+// (a lane holds each pick).
 constexpr int64_t kMaxMoEExperts = 2048;
+constexpr int64_t kMaxMoETopK = 32;
 
 enum class MoEWeights { kFloat, kInt4, kInt8, kMxfp4 };
 enum class MoERouting { kSoftmaxTopK, kTopKSoftmax, kSparseMixer };

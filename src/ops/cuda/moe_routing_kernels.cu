@@ -1,10 +1,10 @@
 // The CUDA MoE's routing, grouping and combine (launch order in moe_kernels.h), and its checks.
 //
 // Routing runs in one block of kRouteThreads: a warp per token picks the k experts (each lane
-// owns experts lane, lane + 32, ...; a pick is a warp argmax with the CPU kernel's tie rule) and
-// computes their weights as ops/cpu/moe.cc does; then the block counts rows per expert in shared
-// memory, one warp scans the counts into offsets and the active list, and every thread places
-// its rows. Entries of one expert land in any order (shared atomics): each entry's result depends
+// owns experts lane, lane + 32, ...; a pick is a warp argmax with the CPU kernel's tie rule; lane j
+// keeps pick j), computes their weights across the lanes as ops/cpu/moe.cc does and counts them
+// per expert in shared memory; then one warp scans the counts into offsets and the active list,
+// and every thread places its rows. Entries of one expert land in any order (shared atomics): each entry's result depends
 // only on its own row, so the output does not.
 #include <cuda_runtime.h>
 
@@ -47,9 +47,18 @@ __device__ __forceinline__ void warp_best(float& v, int& e, bool lower_ties) {
   }
 }
 
-// PhiMoE's sparse mixer for token t (formula in ops/schema/moe.h; k = 2).
+// Token t's picks: lane j < k ends holding pick j's expert and its weight (k <= 32, check_moe),
+// so the weights are computed across the lanes, each written once, and nothing is read back from
+// global memory (a store-then-load there costs an L2 round trip per pick).
+struct Pick {
+  int expert = -1;
+  float weight = 0.0f;
+};
+
+// PhiMoE's sparse mixer (formula in ops/schema/moe.h; k = 2).
 template <typename T>
-__device__ void sparse_mix(const MoEArgs& a, const T* logits, int32_t* sel, float* w, int lane) {
+__device__ Pick sparse_mix(const MoEArgs& a, const T* logits, int lane) {
+  Pick mine;
   int skip = -1;
   for (int j = 0; j < 2; ++j) {
     float best = 0.0f;
@@ -65,21 +74,21 @@ __device__ void sparse_mix(const MoEArgs& a, const T* logits, int32_t* sel, floa
       if (e != skip && best - v <= 2.0f * kSparseMixerEps * fmaxf(fabsf(v), best)) sum += expf(v - best);
     }
     sum = warp_sum(sum);
-    if (lane == 0) sel[j] = pick, w[j] = 1.0f / sum;
+    if (lane == j) mine = Pick{pick, 1.0f / sum};
     skip = pick;
   }
+  return mine;
 }
 
-// Token t's experts and weights, by one warp.
+// Token t's k experts and weights, by one warp, as ops/cpu/moe.cc computes them.
 template <typename T>
-__device__ void route_token(const MoEArgs& a, const moe::Buffers& b, int64_t t, int lane) {
+__device__ Pick route_token(const MoEArgs& a, int64_t t, int lane) {
   const T* logits = static_cast<const T*>(a.router) + t * a.experts;
-  int32_t* sel = b.route_experts + t * a.k;
-  float* w = b.route_weights + t * a.k;
-  if (a.routing == MoERouting::kSparseMixer) return sparse_mix(a, logits, sel, w, lane);
+  if (a.routing == MoERouting::kSparseMixer) return sparse_mix(a, logits, lane);
+  Pick mine;
+  float logit = 0.0f, top = 0.0f;
   uint64_t taken = 0;  // bit i: expert lane + 32 i already picked
-  float top = 0.0f;
-  for (int64_t j = 0; j < a.k; ++j) {
+  for (int j = 0; j < a.k; ++j) {
     float best = 0.0f;
     int pick = -1;
     for (int i = 0, e = lane; e < a.experts; ++i, e += 32) {
@@ -89,28 +98,25 @@ __device__ void route_token(const MoEArgs& a, const moe::Buffers& b, int64_t t, 
     warp_best(best, pick, false);
     if ((pick & 31) == lane) taken |= uint64_t{1} << (pick >> 5);
     if (j == 0) top = best;
-    if (lane == 0) sel[j] = pick, w[j] = best;
+    if (lane == j) mine.expert = pick, logit = best;
   }
-  // Softmax over every expert (MoE without router weights) needs the whole warp for its sum.
-  float all = 0.0f;
-  const bool over_all = a.router_weights == nullptr && a.routing == MoERouting::kSoftmaxTopK;
-  if (over_all) {
-    for (int e = lane; e < a.experts; e += 32) all += expf(to_float(logits[e]) - top);
-    all = warp_sum(all);
-  }
-  if (lane != 0) return;
-  float sum = 0.0f;
+  const bool picked = lane < a.k;
   if (a.router_weights != nullptr) {
     const T* given = static_cast<const T*>(a.router_weights) + t * a.experts;
-    for (int64_t j = 0; j < a.k; ++j) sum += (w[j] = to_float(given[sel[j]]));
-    for (int64_t j = 0; a.normalize && j < a.k; ++j) w[j] /= sum;
+    mine.weight = picked ? to_float(given[mine.expert]) : 0.0f;
+    if (a.normalize) mine.weight /= warp_sum(mine.weight);
   } else if (a.routing == MoERouting::kTopKSoftmax) {
-    for (int64_t j = 0; j < a.k; ++j) sum += (w[j] = expf(w[j] - top));
-    for (int64_t j = 0; j < a.k; ++j) w[j] /= sum;
+    mine.weight = picked ? expf(logit - top) : 0.0f;
+    mine.weight /= warp_sum(mine.weight);
   } else {
-    for (int64_t j = 0; j < a.k; ++j) sum += (w[j] = expf(w[j] - top) / all);
-    for (int64_t j = 0; a.normalize && j < a.k; ++j) w[j] /= sum;
+    // Softmax over every expert, then the picks' probabilities (renormalised on request).
+    float all = 0.0f;
+    for (int e = lane; e < a.experts; e += 32) all += expf(to_float(logits[e]) - top);
+    all = warp_sum(all);
+    mine.weight = picked ? expf(logit - top) / all : 0.0f;
+    if (a.normalize) mine.weight /= warp_sum(mine.weight);
   }
+  return mine;
 }
 
 // Counts per expert -> offsets, placement cursors and the active list, by warp 0. Lane l scans a
@@ -142,13 +148,19 @@ __global__ void __launch_bounds__(kRouteThreads) route_kernel(MoEArgs a, moe::Bu
   int32_t* counts = shared;
   int32_t* cursor = shared + a.experts;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  for (int64_t e = threadIdx.x; e < a.experts; e += kRouteThreads) counts[e] = 0;
   wait_for_prior_grid();  // the router's logits
   allow_next_grid();      // fc1's blocks may take their places and wait there
-  for (int64_t t = warp; t < a.tokens; t += kRouteWarps) route_token<T>(a, b, t, lane);
-  for (int64_t e = threadIdx.x; e < a.experts; e += kRouteThreads) counts[e] = 0;
   __syncthreads();
+  for (int64_t t = warp; t < a.tokens; t += kRouteWarps) {
+    const Pick mine = route_token<T>(a, t, lane);
+    if (lane < a.k) {
+      b.route_experts[t * a.k + lane] = mine.expert;
+      b.route_weights[t * a.k + lane] = mine.weight;
+      atomicAdd(&counts[mine.expert], 1);
+    }
+  }
   const int64_t routed = a.tokens * a.k;
-  for (int64_t r = threadIdx.x; r < routed; r += kRouteThreads) atomicAdd(&counts[b.route_experts[r]], 1);
   __syncthreads();
   if (warp == 0) scan_counts(a, b, counts, cursor, lane);
   __syncthreads();
@@ -213,6 +225,7 @@ MoEWorkspace moe_workspace(const MoEArgs& a) {
 
 Status check_moe(const MoEArgs& a) {
   if (a.experts > kMaxMoEExperts) return OG_ERROR("the CUDA MoE takes up to ", kMaxMoEExperts, " experts, got ", a.experts);
+  if (a.k > kMaxMoETopK) return OG_ERROR("the CUDA MoE takes up to ", kMaxMoETopK, " experts per token, got k ", a.k);
   if (a.tokens * a.k > std::numeric_limits<int32_t>::max()) return OG_ERROR("too many routed rows for the CUDA MoE");
   if (a.dtype != DType::kF32 && a.dtype != DType::kF16 && a.dtype != DType::kBF16) {
     return OG_ERROR("the CUDA MoE has no ", dtype_name(a.dtype), " kernel");
