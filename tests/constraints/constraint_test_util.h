@@ -99,6 +99,15 @@ inline bool mask_has(const std::vector<uint64_t>& mask, int32_t id) {
   return (mask[static_cast<size_t>(id) >> 6] >> (id & 63)) & 1;
 }
 
+// "complete", "prefix" or "rejected": `text` fed byte by byte.
+inline std::string verdict(const std::shared_ptr<CompiledConstraint>& compiled, const std::string& text) {
+  ConstraintMatcher m(compiled);
+  for (const char c : text) {
+    if (!m.accept_bytes(std::string_view(&c, 1)).is_ok()) return "rejected";
+  }
+  return m.is_complete() ? "complete" : "prefix";
+}
+
 // Whether `text` is accepted byte by byte and then complete.
 inline bool accepts_bytes(const std::shared_ptr<CompiledConstraint>& compiled, const std::string& text) {
   ConstraintMatcher m(compiled);

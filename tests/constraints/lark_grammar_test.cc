@@ -44,14 +44,6 @@ Status compile_error(const std::string& grammar) {
   return compiled.is_ok() ? Status::ok() : compiled.status();
 }
 
-std::string verdict(const std::shared_ptr<CompiledConstraint>& compiled, const std::string& text) {
-  ConstraintMatcher m(compiled);
-  for (const char c : text) {
-    if (!m.accept_bytes(std::string_view(&c, 1)).is_ok()) return "rejected";
-  }
-  return m.is_complete() ? "complete" : "prefix";
-}
-
 // A random walk over the bytes the matcher allows, ending when complete (sometimes) or at a
 // random length; the text may stop inside a UTF-8 character (the caller drops those).
 std::string walk(const std::shared_ptr<CompiledConstraint>& compiled, std::mt19937_64& rng) {

@@ -27,15 +27,6 @@ Status compile_error(const std::string& grammar) {
   return compiled.is_ok() ? Status::ok() : compiled.status();
 }
 
-// complete, prefix or rejected, fed byte by byte.
-std::string verdict(const std::shared_ptr<CompiledConstraint>& compiled, const std::string& text) {
-  ConstraintMatcher m(compiled);
-  for (const char c : text) {
-    if (!m.accept_bytes(std::string_view(&c, 1)).is_ok()) return "rejected";
-  }
-  return m.is_complete() ? "complete" : "prefix";
-}
-
 // Every string over `alphabet` of at most `length` bytes.
 std::vector<std::string> all_texts(const std::string& alphabet, size_t length) {
   std::vector<std::string> out{""};

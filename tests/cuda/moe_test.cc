@@ -81,9 +81,9 @@ class MoECuda : public CudaKernelTest {
     return w;
   }
 
-  void check(const MoECase& c) {
+  // Case c's attributes (on `spec`) and random inputs.
+  std::vector<Tensor> make(const MoECase& c, CudaNode& spec) {
     const bool fused = c.activation == "swiglu" && c.fusion != 0;
-    CudaNode spec(c.quantized() ? "QMoE" : "MoE", "com.microsoft", {true});
     spec.attr_int("k", c.k);
     spec.attr_string("activation_type", c.activation);
     if (c.normalize) spec.attr_int("normalize_routing_weights", 1);
@@ -117,7 +117,20 @@ class MoECuda : public CudaKernelTest {
                            fc1.global, fc2.global});
       while (!in.back().defined()) in.pop_back();
     }
+    return in;
+  }
+
+  void check(const MoECase& c) {
+    CudaNode spec(c.quantized() ? "QMoE" : "MoE", "com.microsoft", {true});
+    const std::vector<Tensor> in = make(c, spec);
     compare(spec.with_inputs(in), in, c.describe());
+  }
+
+  // The CUDA side turns case c down with `message` (the node then runs on the CPU).
+  void expect_turned_down(const MoECase& c, const std::string& message) {
+    CudaNode spec(c.quantized() ? "QMoE" : "MoE", "com.microsoft", {true});
+    const std::vector<Tensor> in = make(c, spec);
+    expect_cuda_rejects(spec.with_inputs(in), in, message, c.describe());
   }
 };
 
@@ -189,25 +202,10 @@ TEST_F(MoECuda, ModelSizedLayersMatchCpu) {
 }
 
 TEST_F(MoECuda, TurnsDownWhatItLacks) {
-  MoECase two_bit{.quant = "int", .bits = 2};
-  CudaNode spec("QMoE", "com.microsoft", {true});
-  spec.attr_int("k", 2).attr_int("expert_weight_bits", 2).attr_int("block_size", 32);
-  const std::vector<Tensor> in{random_float_tensor(DType::kF32, Shape{1, 64}, rng_),
-                               random_float_tensor(DType::kF32, Shape{1, 8}, rng_),
-                               random_bytes(Shape{8, 32, 16}, rng_), random_float_tensor(DType::kF32, Shape{8, 32, 2}, rng_),
-                               Tensor(), random_bytes(Shape{8, 64, 8}, rng_),
-                               random_float_tensor(DType::kF32, Shape{8, 64, 1}, rng_)};
-  expect_cuda_rejects(spec.with_inputs(in), in, "2-bit experts have no CUDA kernel", two_bit.describe());
-
+  expect_turned_down(MoECase{.quant = "int", .bits = 2}, "2-bit experts have no CUDA kernel");
   // int4 codes with an input size of 48: not whole 16-byte chunks.
-  CudaNode narrow("QMoE", "com.microsoft", {true});
-  narrow.attr_int("k", 1).attr_int("expert_weight_bits", 4).attr_int("block_size", 16);
-  const std::vector<Tensor> narrow_in{random_float_tensor(DType::kF32, Shape{1, 48}, rng_),
-                                      random_float_tensor(DType::kF32, Shape{1, 2}, rng_),
-                                      random_bytes(Shape{2, 32, 24}, rng_), random_float_tensor(DType::kF32, Shape{2, 32, 3}, rng_),
-                                      Tensor(), random_bytes(Shape{2, 48, 16}, rng_),
-                                      random_float_tensor(DType::kF32, Shape{2, 48, 2}, rng_)};
-  expect_cuda_rejects(narrow.with_inputs(narrow_in), narrow_in, "a multiple of 32", "int4 hidden 48");
+  expect_turned_down(MoECase{.quant = "int", .block = 16, .hidden = 48, .experts = 2, .k = 1}, "a multiple of 32");
+  expect_turned_down(MoECase{.tokens = 2, .experts = 40, .k = 33}, "up to 32 experts per token");
 }
 
 }  // namespace
